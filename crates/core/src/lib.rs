@@ -1,0 +1,23 @@
+//! The pure core of longtx.
+//!
+//! Nothing in this crate knows about HTTP, SQL or GitHub: it turns webhook
+//! bodies into typed alerts, normalises `query_source` values, and decides
+//! what an alert should do. The adapters (`longtx-http`, `longtx-store`) call
+//! into it, which keeps every policy testable without a server or database.
+
+pub mod alert;
+pub mod alertmanager;
+pub mod datadog;
+pub mod duration;
+pub mod glob;
+pub mod ignore_list;
+pub mod job;
+pub mod policy;
+pub mod query_logs;
+pub mod query_source;
+
+pub use alert::{Alert, AlertOrigin, AlertStatus};
+pub use ignore_list::{IgnoreEntry, IgnoreList};
+pub use job::{JobState, Outcome};
+pub use policy::{Decision, IntakePolicy};
+pub use query_source::QuerySource;

@@ -1,0 +1,96 @@
+//! The read API: jobs, their alert events, health and readiness.
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::Json;
+use longtx_core::JobState;
+use longtx_store::{AlertEventRow, JobFilter, JobRow};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Deserialize)]
+pub struct ListParams {
+    state: Option<String>,
+    query_source: Option<String>,
+    before: Option<i64>,
+    limit: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct JobList {
+    jobs: Vec<JobRow>,
+    /// Pass as `before` to get the next page; absent on the last page.
+    next_before: Option<i64>,
+}
+
+pub async fn list_jobs(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(params): Query<ListParams>,
+) -> Result<Json<JobList>, ApiError> {
+    state.auth.check(&headers)?;
+    let job_state = params
+        .state
+        .as_deref()
+        .map(str::parse::<JobState>)
+        .transpose()
+        .map_err(|e| ApiError::bad_request("invalid_state", e.to_string()))?;
+    let limit = params.limit.unwrap_or(50).clamp(1, 500);
+    let jobs = state
+        .store
+        .list_jobs(&JobFilter {
+            state: job_state,
+            query_source: params.query_source,
+            before_id: params.before,
+            limit,
+        })
+        .await?;
+    let next_before = (jobs.len() as i64 == limit).then(|| jobs.last().map(|j| j.id)).flatten();
+    Ok(Json(JobList { jobs, next_before }))
+}
+
+#[derive(Debug, Serialize)]
+pub struct JobDetail {
+    job: JobRow,
+    /// Newest first, at most 100.
+    alert_events: Vec<AlertEventRow>,
+}
+
+pub async fn get_job(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<JobDetail>, ApiError> {
+    state.auth.check(&headers)?;
+    let id: i64 = id
+        .parse()
+        .map_err(|_| ApiError::bad_request("invalid_id", "a job id is a whole number"))?;
+    let (job, alert_events) = state
+        .store
+        .job_with_events(id, 100)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
+    Ok(Json(JobDetail { job, alert_events }))
+}
+
+pub async fn healthz() -> Json<serde_json::Value> {
+    Json(serde_json::json!({"status": "ok"}))
+}
+
+pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<serde_json::Value>) {
+    match state.store.ping().await {
+        Ok(()) => (StatusCode::OK, Json(serde_json::json!({"status": "ready"}))),
+        Err(err) => {
+            tracing::warn!(error = %err, "readiness check failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(serde_json::json!({"status": "unavailable", "detail": "the database does not answer"})),
+            )
+        }
+    }
+}
+
+pub async fn not_found() -> ApiError {
+    ApiError::not_found("no such endpoint")
+}

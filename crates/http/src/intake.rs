@@ -1,0 +1,205 @@
+//! `POST /webhooks/alertmanager` and `POST /webhooks/datadog`.
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use longtx_core::alert::ReceivedAlert;
+use longtx_core::{alertmanager, datadog, AlertOrigin, IgnoreList, IntakePolicy, Outcome};
+use longtx_store::{IntakeAction, IntakeRecord, RecordedOutcome};
+use serde::Serialize;
+
+pub async fn alertmanager(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    receive(state, AlertOrigin::Alertmanager, headers, body).await
+}
+
+pub async fn datadog(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    receive(state, AlertOrigin::Datadog, headers, body).await
+}
+
+#[derive(Debug, Serialize)]
+struct IntakeResponse {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
+    results: Vec<AlertResult>,
+}
+
+#[derive(Debug, Serialize)]
+struct AlertResult {
+    query_source: Option<String>,
+    outcome: Outcome,
+    job_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
+}
+
+async fn receive(
+    state: AppState,
+    origin: AlertOrigin,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    state.auth.check(&headers)?;
+    require_json(&headers)?;
+    let body = body.map_err(|rejection| {
+        let status = rejection.status();
+        let error = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            "body_too_large"
+        } else {
+            "unreadable_body"
+        };
+        ApiError::new(status, error, rejection.body_text())
+    })?;
+    let received = parse(origin, &body)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", e.to_string()))?;
+
+    let ignore = state.ignore_list();
+    let records: Vec<IntakeRecord> = received
+        .iter()
+        .map(|alert| to_record(origin, alert, &state.policy, &ignore))
+        .collect();
+    let outcomes = state.store.record_alerts(&records, state.policy.cooldown).await?;
+    Ok(respond(origin, &records, outcomes))
+}
+
+fn parse(origin: AlertOrigin, body: &[u8]) -> Result<Vec<ReceivedAlert>, longtx_core::alert::BodyError> {
+    match origin {
+        AlertOrigin::Alertmanager => alertmanager::parse_body(body).map(|(_, alerts)| alerts),
+        AlertOrigin::Datadog => datadog::parse_body(body).map(|alert| vec![alert]),
+    }
+}
+
+fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            format!("send Content-Type: application/json (got {:?})", printable(essence, 80)),
+        ))
+    }
+}
+
+/// Applies the pure policy to one received alert.
+fn to_record(
+    origin: AlertOrigin,
+    received: &ReceivedAlert,
+    policy: &IntakePolicy,
+    ignore: &IgnoreList,
+) -> IntakeRecord {
+    let raw_payload = received.raw.get().to_owned();
+    match &received.parsed {
+        Err(err) => IntakeRecord {
+            origin,
+            // A rejected value may be hostile: keep a short printable echo.
+            query_source: received.query_source_hint.as_deref().map(|s| printable(s, 256)),
+            table: None,
+            duration_seconds: None,
+            link: None,
+            raw_payload,
+            action: IntakeAction::Record {
+                outcome: Outcome::Rejected,
+                detail: Some(err.to_string()),
+            },
+        },
+        Ok(alert) => {
+            let decision = policy.decide(alert, ignore);
+            let action = match decision.outcome() {
+                Some(outcome) => IntakeAction::Record {
+                    outcome,
+                    detail: decision.detail(),
+                },
+                None => IntakeAction::Enqueue,
+            };
+            IntakeRecord {
+                origin,
+                query_source: Some(alert.query_source.as_str().to_owned()),
+                table: alert.table.clone(),
+                duration_seconds: alert.duration_seconds,
+                link: alert.link.clone(),
+                raw_payload,
+                action,
+            }
+        }
+    }
+}
+
+fn respond(origin: AlertOrigin, records: &[IntakeRecord], outcomes: Vec<RecordedOutcome>) -> Response {
+    let results: Vec<AlertResult> = records
+        .iter()
+        .zip(outcomes)
+        .map(|(record, outcome)| {
+            tracing::info!(
+                origin = origin.as_str(),
+                query_source = record.query_source.as_deref().unwrap_or(""),
+                job_id = outcome.job_id,
+                outcome = outcome.outcome.as_str(),
+                "alert received"
+            );
+            AlertResult {
+                query_source: record.query_source.clone(),
+                outcome: outcome.outcome,
+                job_id: outcome.job_id,
+                detail: outcome.detail,
+            }
+        })
+        .collect();
+    let rejected: Vec<String> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.outcome == Outcome::Rejected)
+        .map(|(i, r)| format!("alerts[{i}]: {}", r.detail.as_deref().unwrap_or("rejected")))
+        .collect();
+    if rejected.is_empty() {
+        return (
+            StatusCode::OK,
+            Json(IntakeResponse {
+                error: None,
+                detail: None,
+                results,
+            }),
+        )
+            .into_response();
+    }
+    let detail = format!(
+        "{} of {} alerts rejected, the others were recorded: {}",
+        rejected.len(),
+        results.len(),
+        rejected.join("; ")
+    );
+    tracing::warn!(origin = origin.as_str(), %detail, "alerts rejected");
+    (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        Json(IntakeResponse {
+            error: Some("invalid_alert"),
+            detail: Some(detail),
+            results,
+        }),
+    )
+        .into_response()
+}
+
+/// A short, printable echo of untrusted text for responses and logs.
+pub(crate) fn printable(text: &str, max_chars: usize) -> String {
+    text.chars().filter(|c| !c.is_control()).take(max_chars).collect()
+}

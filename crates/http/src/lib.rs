@@ -1,0 +1,35 @@
+//! The HTTP adapter of longtx: axum routes around the pure core and the
+//! store. Handlers parse, ask the core what to do, and make one store call;
+//! no handler holds a database connection across anything but the database.
+
+mod api;
+mod auth;
+mod error;
+mod intake;
+mod state;
+
+pub use auth::WebhookAuth;
+pub use error::ApiError;
+pub use state::AppState;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+use tower_http::trace::TraceLayer;
+
+/// Webhook bodies larger than this are refused with 413 before parsing.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/webhooks/alertmanager", post(intake::alertmanager))
+        .route("/webhooks/datadog", post(intake::datadog))
+        .route("/api/jobs", get(api::list_jobs))
+        .route("/api/jobs/{id}", get(api::get_job))
+        .route("/healthz", get(api::healthz))
+        .route("/readyz", get(api::readyz))
+        .fallback(api::not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}

@@ -1,0 +1,41 @@
+use crate::auth::WebhookAuth;
+use longtx_core::{IgnoreList, IntakePolicy};
+use longtx_store::Store;
+use std::sync::{Arc, RwLock};
+
+/// What every handler shares. Cloning is cheap (all behind `Arc`).
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub policy: Arc<IntakePolicy>,
+    pub auth: Arc<WebhookAuth>,
+    ignore_list: Arc<RwLock<Arc<IgnoreList>>>,
+}
+
+impl AppState {
+    pub fn new(store: Store, policy: IntakePolicy, auth: WebhookAuth, ignore_list: IgnoreList) -> Self {
+        AppState {
+            store,
+            policy: Arc::new(policy),
+            auth: Arc::new(auth),
+            ignore_list: Arc::new(RwLock::new(Arc::new(ignore_list))),
+        }
+    }
+
+    /// The ignore list in force now; a snapshot, so a reload mid-request
+    /// does not change the answer halfway through a batch.
+    pub fn ignore_list(&self) -> Arc<IgnoreList> {
+        self.ignore_list
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Replaces the ignore list for every request that starts after this.
+    pub fn replace_ignore_list(&self, list: IgnoreList) {
+        *self
+            .ignore_list
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(list);
+    }
+}

@@ -1,0 +1,237 @@
+//! Configuration: an optional `longtx.toml`, every key overridable by an
+//! environment variable. The environment names are a contract.
+
+use longtx_core::duration::parse_duration;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The file's shape; every key optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    database_url: Option<String>,
+    listen: Option<String>,
+    data_dir: Option<PathBuf>,
+    webhook_token: Option<String>,
+    threshold_seconds: Option<f64>,
+    table_thresholds: Option<BTreeMap<String, f64>>,
+    exclude: Option<Vec<String>>,
+    ignore_list: Option<PathBuf>,
+    db_max_connections: Option<u32>,
+    db_acquire_timeout: Option<String>,
+    cooldown: Option<String>,
+    alert_retention: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct Config {
+    /// `None`: run the embedded PostgreSQL under `data_dir`.
+    pub database_url: Option<String>,
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub webhook_token: Option<String>,
+    pub threshold_seconds: f64,
+    pub table_thresholds: BTreeMap<String, f64>,
+    pub exclude: Vec<String>,
+    pub ignore_list: PathBuf,
+    pub db_max_connections: u32,
+    pub db_acquire_timeout: Duration,
+    pub cooldown: Duration,
+    pub alert_retention: Duration,
+}
+
+/// Secrets never reach logs: Debug shows only whether they are set.
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let set = |v: &Option<String>| if v.is_some() { "<set>" } else { "<unset>" };
+        f.debug_struct("Config")
+            .field("database_url", &set(&self.database_url))
+            .field("listen", &self.listen)
+            .field("data_dir", &self.data_dir)
+            .field("webhook_token", &set(&self.webhook_token))
+            .field("threshold_seconds", &self.threshold_seconds)
+            .field("table_thresholds", &self.table_thresholds)
+            .field("exclude", &self.exclude)
+            .field("ignore_list", &self.ignore_list)
+            .field("db_max_connections", &self.db_max_connections)
+            .field("db_acquire_timeout", &self.db_acquire_timeout)
+            .field("cooldown", &self.cooldown)
+            .field("alert_retention", &self.alert_retention)
+            .finish()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path} is not valid: {message}")]
+    File { path: String, message: String },
+    #[error("{key} is not valid: {message}")]
+    Value { key: &'static str, message: String },
+}
+
+fn invalid(key: &'static str, message: impl fmt::Display) -> ConfigError {
+    ConfigError::Value {
+        key,
+        message: message.to_string(),
+    }
+}
+
+impl Config {
+    /// Reads `path` (if given) and then the environment through `env`, which
+    /// tests replace with a map.
+    pub fn load(path: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let file = match path {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+                toml::from_str::<FileConfig>(&text).map_err(|e| ConfigError::File {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })?
+            }
+            None => FileConfig::default(),
+        };
+        // An empty variable counts as unset, except LONGTX_EXCLUDE where it
+        // means "exclude nothing".
+        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+
+        let listen_text = var("LONGTX_LISTEN")
+            .or(file.listen)
+            .unwrap_or_else(|| "127.0.0.1:8080".into());
+        let listen = listen_text
+            .parse()
+            .map_err(|e| invalid("LONGTX_LISTEN", format!("{listen_text:?}: {e} (use host:port, e.g. 127.0.0.1:8080)")))?;
+
+        let threshold_seconds = match var("LONGTX_THRESHOLD_SECONDS") {
+            Some(v) => v.trim().parse().map_err(|_| invalid("LONGTX_THRESHOLD_SECONDS", format!("{v:?} is not a number")))?,
+            None => file.threshold_seconds.unwrap_or(100.0),
+        };
+        if !(threshold_seconds >= 0.0 && f64::is_finite(threshold_seconds)) {
+            return Err(invalid("LONGTX_THRESHOLD_SECONDS", "must be a non-negative number"));
+        }
+
+        let table_thresholds = match var("LONGTX_TABLE_THRESHOLDS") {
+            Some(v) => parse_table_thresholds(&v)?,
+            None => file.table_thresholds.unwrap_or_default(),
+        };
+
+        let exclude = match env("LONGTX_EXCLUDE") {
+            Some(v) => v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+            None => file
+                .exclude
+                .unwrap_or_else(|| vec!["unknown".into(), "rake:tmp:*".into()]),
+        };
+
+        let db_max_connections = match var("LONGTX_DB_MAX_CONNECTIONS") {
+            Some(v) => v.trim().parse().map_err(|_| invalid("LONGTX_DB_MAX_CONNECTIONS", format!("{v:?} is not a whole number")))?,
+            None => file.db_max_connections.unwrap_or(5),
+        };
+        if db_max_connections == 0 {
+            return Err(invalid("LONGTX_DB_MAX_CONNECTIONS", "must be at least 1"));
+        }
+
+        let duration = |key: &'static str, env_value: Option<String>, file_value: Option<String>, default: &str| {
+            let text = env_value.or(file_value).unwrap_or_else(|| default.to_owned());
+            parse_duration(&text).map_err(|e| invalid(key, e))
+        };
+
+        Ok(Config {
+            database_url: var("DATABASE_URL").or(file.database_url).filter(|v| !v.is_empty()),
+            listen,
+            data_dir: var("LONGTX_DATA_DIR").map(PathBuf::from).or(file.data_dir).unwrap_or_else(|| ".longtx".into()),
+            webhook_token: var("LONGTX_WEBHOOK_TOKEN").or(file.webhook_token).filter(|v| !v.is_empty()),
+            threshold_seconds,
+            table_thresholds,
+            exclude,
+            ignore_list: var("LONGTX_IGNORE_LIST").map(PathBuf::from).or(file.ignore_list).unwrap_or_else(|| "ignore-list.yaml".into()),
+            db_max_connections,
+            db_acquire_timeout: duration("LONGTX_DB_ACQUIRE_TIMEOUT", var("LONGTX_DB_ACQUIRE_TIMEOUT"), file.db_acquire_timeout, "5s")?,
+            cooldown: duration("LONGTX_COOLDOWN", var("LONGTX_COOLDOWN"), file.cooldown, "7d")?,
+            alert_retention: duration("LONGTX_ALERT_RETENTION", var("LONGTX_ALERT_RETENTION"), file.alert_retention, "30d")?,
+        })
+    }
+}
+
+/// `orders=300,users=50`.
+fn parse_table_thresholds(text: &str) -> Result<BTreeMap<String, f64>, ConfigError> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (table, seconds) = pair
+                .split_once('=')
+                .ok_or_else(|| invalid("LONGTX_TABLE_THRESHOLDS", format!("{pair:?}: use table=seconds")))?;
+            let seconds: f64 = seconds
+                .trim()
+                .parse()
+                .map_err(|_| invalid("LONGTX_TABLE_THRESHOLDS", format!("{pair:?}: seconds must be a number")))?;
+            Ok((table.trim().to_owned(), seconds))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load(vars: &[(&str, &str)], file: Option<&str>) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let dir = std::env::temp_dir().join(format!("longtx-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = file.map(|text| {
+            let p = dir.join(format!("{}.toml", text.len()));
+            std::fs::write(&p, text).unwrap();
+            p
+        });
+        Config::load(path.as_deref(), &|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_match_the_documented_contract() {
+        let c = load(&[], None).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.data_dir, PathBuf::from(".longtx"));
+        assert_eq!(c.threshold_seconds, 100.0);
+        assert_eq!(c.exclude, vec!["unknown", "rake:tmp:*"]);
+        assert_eq!(c.ignore_list, PathBuf::from("ignore-list.yaml"));
+        assert_eq!(c.db_max_connections, 5);
+        assert_eq!(c.cooldown, Duration::from_secs(7 * 86_400));
+        assert_eq!(c.alert_retention, Duration::from_secs(30 * 86_400));
+        assert!(c.database_url.is_none() && c.webhook_token.is_none());
+    }
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let file = "threshold_seconds = 50\ncooldown = \"1d\"\n[table_thresholds]\norders = 20\n";
+        let c = load(&[("LONGTX_THRESHOLD_SECONDS", "30"), ("LONGTX_EXCLUDE", "")], Some(file)).unwrap();
+        assert_eq!(c.threshold_seconds, 30.0);
+        assert_eq!(c.cooldown, Duration::from_secs(86_400));
+        assert_eq!(c.table_thresholds.get("orders"), Some(&20.0));
+        assert!(c.exclude.is_empty());
+        let c = load(&[("LONGTX_TABLE_THRESHOLDS", "users=5, orders=7")], Some(file)).unwrap();
+        assert_eq!(c.table_thresholds.get("orders"), Some(&7.0));
+    }
+
+    #[test]
+    fn bad_values_name_their_key_and_secrets_stay_hidden() {
+        let err = load(&[("LONGTX_COOLDOWN", "soon")], None).unwrap_err().to_string();
+        assert!(err.contains("LONGTX_COOLDOWN"), "{err}");
+        let err = load(&[], Some("unknown_key = 1\n")).unwrap_err().to_string();
+        assert!(err.contains("unknown_key"), "{err}");
+        let c = load(&[("LONGTX_WEBHOOK_TOKEN", "hunter2"), ("DATABASE_URL", "postgres://u:pw@h/db")], None).unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("hunter2") && !shown.contains("pw@"), "{shown}");
+    }
+}

@@ -1,0 +1,90 @@
+//! `longtx serve`: the webhook receiver and API, with graceful shutdown.
+
+use crate::config::Config;
+use crate::database::Database;
+use anyhow::{bail, Context};
+use longtx_core::{IgnoreList, IntakePolicy};
+use longtx_http::{AppState, WebhookAuth};
+use std::path::Path;
+use std::time::Duration;
+
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    if config.webhook_token.is_none() && !config.listen.ip().is_loopback() {
+        bail!(
+            "refusing to listen on {} without LONGTX_WEBHOOK_TOKEN: anyone who can reach it could create jobs; \
+             set a token or listen on 127.0.0.1",
+            config.listen
+        );
+    }
+    let ignore_list = load_ignore_list(&config.ignore_list)?;
+    // Bind before starting the database so a taken port fails fast.
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("listening on {}", config.listen))?;
+
+    let db = Database::open(&config).await?;
+    if let Err(err) = db.store.migrate().await {
+        db.shutdown().await;
+        return Err(err).context("applying migrations");
+    }
+    let policy = IntakePolicy {
+        threshold_seconds: config.threshold_seconds,
+        table_thresholds: config.table_thresholds.clone(),
+        exclude: config.exclude.clone(),
+        cooldown: config.cooldown,
+    };
+    let state = AppState::new(
+        db.store.clone(),
+        policy,
+        WebhookAuth::new(config.webhook_token.clone()),
+        ignore_list,
+    );
+    let retention = tokio::spawn(purge_old_alert_events(db.store.clone(), config.alert_retention));
+
+    tracing::info!(listen = %config.listen, auth = config.webhook_token.is_some(), "longtx is serving");
+    let served = axum::serve(listener, longtx_http::router(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await;
+    retention.abort();
+    tracing::info!("in-flight requests finished; shutting down");
+    db.shutdown().await;
+    served.context("serving HTTP")
+}
+
+fn load_ignore_list(path: &Path) -> anyhow::Result<IgnoreList> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let list = IgnoreList::parse(&text).with_context(|| format!("ignore list {}", path.display()))?;
+            tracing::info!(path = %path.display(), entries = list.entries().len(), "ignore list loaded");
+            Ok(list)
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            tracing::info!(path = %path.display(), "no ignore list file; nothing is ignored");
+            Ok(IgnoreList::default())
+        }
+        Err(err) => Err(err).with_context(|| format!("reading the ignore list {}", path.display())),
+    }
+}
+
+/// Deletes alert events past their retention once an hour.
+async fn purge_old_alert_events(store: longtx_store::Store, retention: Duration) {
+    let mut tick = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        tick.tick().await;
+        match store.purge_alert_events(retention).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deleted = n, "old alert events purged"),
+            Err(err) => tracing::warn!(error = %err, "purging old alert events failed"),
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("installing the SIGTERM handler");
+    tokio::select! {
+        _ = interrupt => tracing::info!("SIGINT received"),
+        _ = terminate.recv() => tracing::info!("SIGTERM received"),
+    }
+}

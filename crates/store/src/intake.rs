@@ -1,0 +1,191 @@
+//! Recording a batch of received alerts: dedupe per `query_source` and the
+//! audit trail, in one transaction on one connection.
+
+use crate::{Store, StoreError};
+use longtx_core::{AlertOrigin, Outcome};
+use sqlx::{PgConnection, Row};
+use std::time::Duration;
+
+/// One received alert, as the intake hands it to the store.
+#[derive(Debug, Clone)]
+pub struct IntakeRecord {
+    pub origin: AlertOrigin,
+    pub query_source: Option<String>,
+    pub table: Option<String>,
+    pub duration_seconds: Option<f64>,
+    pub link: Option<String>,
+    /// The alert's JSON exactly as received.
+    pub raw_payload: String,
+    pub action: IntakeAction,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum IntakeAction {
+    /// The outcome is already known (ignored, excluded, rejected...): only
+    /// the audit trail is written.
+    Record {
+        outcome: Outcome,
+        detail: Option<String>,
+    },
+    /// Create a job for the source, or join its active one.
+    Enqueue,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedOutcome {
+    pub outcome: Outcome,
+    pub job_id: Option<i64>,
+    pub detail: Option<String>,
+}
+
+/// Links and tables kept per job; repeated alerts must not grow rows forever.
+const MAX_LINKS_PER_JOB: i32 = 20;
+const MAX_TABLES_PER_JOB: i32 = 50;
+
+/// Joins the active job of the source, or creates one unless a job of that
+/// source ended less than `cooldown` ago. The partial unique index makes the
+/// insert-or-update atomic across concurrent requests and replicas.
+const ENQUEUE_SQL: &str = r#"
+WITH cooling AS (
+    SELECT id FROM jobs
+    WHERE query_source = $1
+      AND ended_at > now() - make_interval(secs => $5::float8)
+      AND NOT EXISTS (
+          SELECT 1 FROM jobs active
+          WHERE active.query_source = $1
+            AND active.state IN ('queued', 'dispatching', 'agent_running', 'in_review'))
+    ORDER BY ended_at DESC
+    LIMIT 1
+),
+upsert AS (
+    INSERT INTO jobs (query_source, tables, max_duration_seconds, alert_links)
+    SELECT $1::text, COALESCE($2::text[], '{}'), $3::float8, COALESCE($4::text[], '{}')
+    WHERE NOT EXISTS (SELECT 1 FROM cooling)
+    ON CONFLICT (query_source) WHERE state IN ('queued', 'dispatching', 'agent_running', 'in_review')
+    DO UPDATE SET
+        alert_count = jobs.alert_count + 1,
+        max_duration_seconds = GREATEST(jobs.max_duration_seconds, EXCLUDED.max_duration_seconds),
+        tables = CASE
+            WHEN EXCLUDED.tables <@ jobs.tables OR cardinality(jobs.tables) >= $6::int THEN jobs.tables
+            ELSE ARRAY(SELECT DISTINCT t FROM unnest(jobs.tables || EXCLUDED.tables) AS t ORDER BY t)
+        END,
+        alert_links = CASE
+            WHEN EXCLUDED.alert_links <@ jobs.alert_links OR cardinality(jobs.alert_links) >= $7::int THEN jobs.alert_links
+            ELSE jobs.alert_links || EXCLUDED.alert_links
+        END,
+        first_seen_at = LEAST(jobs.first_seen_at, EXCLUDED.first_seen_at),
+        last_seen_at = GREATEST(jobs.last_seen_at, EXCLUDED.last_seen_at),
+        updated_at = now()
+    RETURNING id, (xmax = 0) AS created
+)
+SELECT id, created, false AS cooling FROM upsert
+UNION ALL
+SELECT id, false, true FROM cooling
+"#;
+
+const INSERT_EVENTS_SQL: &str = r#"
+INSERT INTO alert_events
+    (origin, query_source, table_name, duration_seconds, outcome, detail, job_id, raw_payload)
+SELECT origin, query_source, table_name, duration_seconds, outcome, detail, job_id, raw::jsonb
+FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::text[], $7::int8[], $8::text[])
+    AS e(origin, query_source, table_name, duration_seconds, outcome, detail, job_id, raw)
+"#;
+
+impl Store {
+    /// Records a batch in one short transaction. Enqueues run in
+    /// `query_source` order so that two concurrent batches naming the same
+    /// sources lock their rows in the same order and cannot deadlock.
+    pub async fn record_alerts(
+        &self,
+        records: &[IntakeRecord],
+        cooldown: Duration,
+    ) -> Result<Vec<RecordedOutcome>, StoreError> {
+        let mut outcomes: Vec<Option<RecordedOutcome>> = records
+            .iter()
+            .map(|r| match &r.action {
+                IntakeAction::Record { outcome, detail } => Some(RecordedOutcome {
+                    outcome: *outcome,
+                    job_id: None,
+                    detail: detail.clone(),
+                }),
+                IntakeAction::Enqueue => None,
+            })
+            .collect();
+        let mut enqueue_order: Vec<usize> = (0..records.len())
+            .filter(|&i| records[i].action == IntakeAction::Enqueue)
+            .collect();
+        enqueue_order.sort_by(|&a, &b| records[a].query_source.cmp(&records[b].query_source));
+
+        let mut tx = self.pool().begin().await?;
+        for i in enqueue_order {
+            outcomes[i] = Some(enqueue(&mut tx, &records[i], cooldown).await?);
+        }
+        let outcomes: Vec<RecordedOutcome> = outcomes
+            .into_iter()
+            .map(|o| o.expect("every record has an outcome"))
+            .collect();
+        insert_events(&mut tx, records, &outcomes).await?;
+        tx.commit().await?;
+        Ok(outcomes)
+    }
+}
+
+async fn enqueue(
+    conn: &mut PgConnection,
+    record: &IntakeRecord,
+    cooldown: Duration,
+) -> Result<RecordedOutcome, StoreError> {
+    let source = record
+        .query_source
+        .as_deref()
+        .expect("an enqueued alert has a validated query_source");
+    let tables: Option<Vec<String>> = record.table.clone().map(|t| vec![t]);
+    let links: Option<Vec<String>> = record.link.clone().map(|l| vec![l]);
+    let row = sqlx::query(ENQUEUE_SQL)
+        .bind(source)
+        .bind(tables)
+        .bind(record.duration_seconds)
+        .bind(links)
+        .bind(cooldown.as_secs_f64())
+        .bind(MAX_TABLES_PER_JOB)
+        .bind(MAX_LINKS_PER_JOB)
+        .fetch_one(&mut *conn)
+        .await?;
+    let job_id: i64 = row.try_get("id")?;
+    let created: bool = row.try_get("created")?;
+    let cooling: bool = row.try_get("cooling")?;
+    Ok(RecordedOutcome {
+        outcome: if created {
+            Outcome::Created
+        } else {
+            Outcome::Deduped
+        },
+        job_id: Some(job_id),
+        detail: cooling.then(|| {
+            format!("job {job_id} for this source ended less than the cooldown ago")
+        }),
+    })
+}
+
+async fn insert_events(
+    conn: &mut PgConnection,
+    records: &[IntakeRecord],
+    outcomes: &[RecordedOutcome],
+) -> Result<(), StoreError> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let column = |f: &dyn Fn(&IntakeRecord) -> Option<String>| records.iter().map(f).collect::<Vec<_>>();
+    sqlx::query(INSERT_EVENTS_SQL)
+        .bind(column(&|r| Some(r.origin.as_str().to_owned())))
+        .bind(column(&|r| r.query_source.clone()))
+        .bind(column(&|r| r.table.clone()))
+        .bind(records.iter().map(|r| r.duration_seconds).collect::<Vec<_>>())
+        .bind(outcomes.iter().map(|o| o.outcome.as_str()).collect::<Vec<_>>())
+        .bind(outcomes.iter().map(|o| o.detail.clone()).collect::<Vec<_>>())
+        .bind(outcomes.iter().map(|o| o.job_id).collect::<Vec<_>>())
+        .bind(column(&|r| Some(r.raw_payload.clone())))
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}

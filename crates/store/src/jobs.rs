@@ -1,0 +1,140 @@
+//! Reading jobs and their alert events for the API.
+
+use crate::{Store, StoreError};
+use chrono::{DateTime, Utc};
+use longtx_core::JobState;
+use serde::Serialize;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct JobRow {
+    pub id: i64,
+    pub query_source: String,
+    pub state: String,
+    pub state_reason: Option<String>,
+    pub tables: Vec<String>,
+    pub alert_count: i32,
+    pub max_duration_seconds: Option<f64>,
+    pub alert_links: Vec<String>,
+    pub first_seen_at: DateTime<Utc>,
+    pub last_seen_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub ended_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct AlertEventRow {
+    pub id: i64,
+    pub received_at: DateTime<Utc>,
+    pub origin: String,
+    pub query_source: Option<String>,
+    pub table_name: Option<String>,
+    pub duration_seconds: Option<f64>,
+    pub outcome: String,
+    pub detail: Option<String>,
+    pub job_id: Option<i64>,
+    pub raw_payload: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    pub state: Option<JobState>,
+    pub query_source: Option<String>,
+    /// Keyset pagination: only jobs with a smaller id (newest first).
+    pub before_id: Option<i64>,
+    pub limit: i64,
+}
+
+const JOB_COLUMNS: &str = "id, query_source, state, state_reason, tables, alert_count, \
+    max_duration_seconds, alert_links, first_seen_at, last_seen_at, created_at, updated_at, ended_at";
+
+impl Store {
+    pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>, StoreError> {
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM jobs \
+             WHERE ($1::text IS NULL OR state = $1) \
+               AND ($2::text IS NULL OR query_source = $2) \
+               AND ($3::int8 IS NULL OR id < $3) \
+             ORDER BY id DESC LIMIT $4"
+        );
+        let rows = sqlx::query_as::<_, JobRow>(&sql)
+            .bind(filter.state.map(JobState::as_str))
+            .bind(filter.query_source.as_deref())
+            .bind(filter.before_id)
+            .bind(filter.limit.clamp(1, 500))
+            .fetch_all(self.pool())
+            .await?;
+        Ok(rows)
+    }
+
+    /// A job and its newest alert events, read on one connection.
+    pub async fn job_with_events(
+        &self,
+        id: i64,
+        event_limit: i64,
+    ) -> Result<Option<(JobRow, Vec<AlertEventRow>)>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        let job = sqlx::query_as::<_, JobRow>(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&mut *conn)
+            .await?;
+        let Some(job) = job else { return Ok(None) };
+        let events = sqlx::query_as::<_, AlertEventRow>(
+            "SELECT id, received_at, origin, query_source, table_name, duration_seconds, outcome, \
+                    detail, job_id, raw_payload \
+             FROM alert_events WHERE job_id = $1 ORDER BY id DESC LIMIT $2",
+        )
+        .bind(id)
+        .bind(event_limit.clamp(1, 1000))
+        .fetch_all(&mut *conn)
+        .await?;
+        Ok(Some((job, events)))
+    }
+
+    /// Deletes alert events older than `retention`, a batch per transaction
+    /// so that no delete holds locks for long. Returns how many went.
+    pub async fn purge_alert_events(&self, retention: Duration) -> Result<u64, StoreError> {
+        let mut total = 0;
+        loop {
+            let deleted = sqlx::query(
+                "DELETE FROM alert_events WHERE id IN (\
+                   SELECT id FROM alert_events \
+                   WHERE received_at < now() - make_interval(secs => $1::float8) \
+                   LIMIT 5000)",
+            )
+            .bind(retention.as_secs_f64())
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+            total += deleted;
+            if deleted < 5000 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Moves a job to another state, setting `ended_at` when it leaves the
+    /// active states. Later issues drive this from the dispatcher and
+    /// GitHub events; tests use it to end jobs.
+    pub async fn set_job_state(
+        &self,
+        id: i64,
+        state: JobState,
+        reason: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let updated = sqlx::query(
+            "UPDATE jobs SET state = $2, state_reason = $3, updated_at = now(), \
+                 ended_at = CASE WHEN $4 THEN NULL ELSE COALESCE(ended_at, now()) END \
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(state.as_str())
+        .bind(reason)
+        .bind(state.is_active())
+        .execute(self.pool())
+        .await?
+        .rows_affected();
+        Ok(updated == 1)
+    }
+}

@@ -1,0 +1,30 @@
+//! PostgreSQL persistence for longtx.
+//!
+//! Every public method takes at most one pooled connection and holds it for
+//! one short transaction: callers never hold a connection across a network
+//! call, and a method never asks the pool for a second connection while it
+//! holds one (that self-deadlocks exactly at pool max).
+
+mod intake;
+mod jobs;
+mod pool;
+
+pub use intake::{IntakeAction, IntakeRecord, RecordedOutcome};
+pub use jobs::{AlertEventRow, JobFilter, JobRow};
+pub use pool::{PoolSettings, Store};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+impl StoreError {
+    /// True when the pool had no connection to give within its timeout: the
+    /// service is overloaded, not broken, so the HTTP layer answers 503.
+    pub fn is_pool_timeout(&self) -> bool {
+        matches!(self, StoreError::Database(sqlx::Error::PoolTimedOut))
+    }
+}

@@ -1,0 +1,72 @@
+use crate::StoreError;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use std::time::Duration;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+#[derive(Debug, Clone)]
+pub struct PoolSettings {
+    pub max_connections: u32,
+    /// How long a request waits for a free connection before it gets 503.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        PoolSettings {
+            max_connections: 5,
+            acquire_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The handle to the database; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: PgPool,
+}
+
+impl Store {
+    /// Connects lazily: the pool opens connections when first needed.
+    pub fn connect(options: PgConnectOptions, settings: &PoolSettings) -> Store {
+        // The server enforces the house rule too: no statement runs long and
+        // no session sits idle inside a transaction.
+        let options = options.options([
+            ("statement_timeout", "10s"),
+            ("idle_in_transaction_session_timeout", "15s"),
+        ]);
+        let pool = PgPoolOptions::new()
+            .max_connections(settings.max_connections.max(1))
+            .acquire_timeout(settings.acquire_timeout)
+            // A ping before every acquire doubles round trips on the hot
+            // path; a broken connection shows up as an error and is dropped.
+            .test_before_acquire(false)
+            .idle_timeout(Some(Duration::from_secs(300)))
+            .connect_lazy_with(options);
+        Store { pool }
+    }
+
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        MIGRATOR.run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// True when the database answers a trivial query.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Connections in use and idle, for readiness and (later) metrics.
+    pub fn pool_usage(&self) -> (u32, usize) {
+        (self.pool.size(), self.pool.num_idle())
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    pub(crate) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}
