@@ -1,0 +1,85 @@
+use longtx_embedded_pg::{ClusterOptions, EmbeddedPostgres};
+use longtx_store::{PoolSettings, Store};
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{ConnectOptions, Connection};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+/// A database of its own for one test, migrated and empty.
+#[derive(Debug, Clone)]
+pub struct TestDatabase {
+    pub name: String,
+    pub options: PgConnectOptions,
+}
+
+static SERVER: OnceLock<PgConnectOptions> = OnceLock::new();
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// Connection options for the test server's maintenance database.
+fn server() -> PgConnectOptions {
+    SERVER
+        .get_or_init(|| {
+            if let Ok(url) = std::env::var("LONGTX_TEST_DATABASE_URL") {
+                return PgConnectOptions::from_str(&url).expect("LONGTX_TEST_DATABASE_URL is a postgres URL");
+            }
+            let euid = unsafe { libc::geteuid() };
+            let root = std::env::temp_dir().join(format!("longtx-test-pg-{euid}"));
+            // Durability is worthless for throwaway test data; speed is not.
+            let options = ClusterOptions {
+                settings: [("fsync", "off"), ("synchronous_commit", "off"), ("full_page_writes", "off"), ("max_connections", "400")]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect(),
+            };
+            let pg = EmbeddedPostgres::start(&root, &options).unwrap_or_else(|e| panic!("test PostgreSQL: {e}"));
+            PgConnectOptions::new()
+                .host(&pg.socket_dir().display().to_string())
+                .port(pg.port())
+                .username(pg.user())
+                .database("postgres")
+        })
+        .clone()
+}
+
+impl TestDatabase {
+    pub async fn create() -> TestDatabase {
+        let server = tokio::task::spawn_blocking(server).await.expect("starting the test server");
+        let name = format!(
+            "longtx_test_{}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos()
+        );
+        let mut admin = server
+            .clone()
+            .disable_statement_logging()
+            .connect()
+            .await
+            .expect("connecting to the test server");
+        sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+            .execute(&mut admin)
+            .await
+            .expect("creating the test database");
+        admin.close().await.ok();
+        let db = TestDatabase {
+            options: server.database(&name),
+            name,
+        };
+        db.store(&PoolSettings::default()).migrate().await.expect("migrating the test database");
+        db
+    }
+
+    /// A new pool on this database, as a service replica would have.
+    pub fn store(&self, settings: &PoolSettings) -> Store {
+        Store::connect(self.options.clone(), settings)
+    }
+
+    /// A single connection for assertions that read tables directly.
+    pub async fn connect(&self) -> sqlx::PgConnection {
+        self.options.connect().await.expect("connecting to the test database")
+    }
+}
