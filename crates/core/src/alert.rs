@@ -112,10 +112,7 @@ pub fn clean_link(raw: Option<&str>) -> Option<String> {
 
 /// Error messages echo user input; keep that echo short and printable.
 pub(crate) fn truncate_for_message(raw: &str) -> String {
-    raw.chars()
-        .filter(|c| !c.is_control())
-        .take(64)
-        .collect()
+    raw.chars().filter(|c| !c.is_control()).take(64).collect()
 }
 
 #[cfg(test)]
@@ -148,7 +145,10 @@ mod tests {
     #[test]
     fn tables_with_spaces_are_invalid() {
         assert!(clean_table(Some("orders; drop")).is_err());
-        assert_eq!(clean_table(Some(" orders ")).unwrap().as_deref(), Some("orders"));
+        assert_eq!(
+            clean_table(Some(" orders ")).unwrap().as_deref(),
+            Some("orders")
+        );
         assert_eq!(clean_table(Some("")).unwrap(), None);
     }
 }

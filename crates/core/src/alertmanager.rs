@@ -4,8 +4,8 @@
 //! labels, the duration is the `value` (or `duration_seconds`) annotation.
 
 use crate::alert::{
-    clean_link, clean_table, parse_seconds, require_object, Alert, AlertError, AlertOrigin, AlertStatus, BodyError,
-    ReceivedAlert,
+    clean_link, clean_table, parse_seconds, require_object, Alert, AlertError, AlertOrigin,
+    AlertStatus, BodyError, ReceivedAlert,
 };
 use crate::query_source::QuerySource;
 use serde::Deserialize;
@@ -63,8 +63,9 @@ pub fn parse_body(body: &[u8]) -> Result<(Envelope, Vec<ReceivedAlert>), BodyErr
 }
 
 fn parse_one(raw: Box<RawValue>, group_status: Option<&str>) -> ReceivedAlert {
-    let typed = require_object(&raw)
-        .and_then(|()| serde_json::from_str::<AlertmanagerAlert>(raw.get()).map_err(|e| e.to_string()));
+    let typed = require_object(&raw).and_then(|()| {
+        serde_json::from_str::<AlertmanagerAlert>(raw.get()).map_err(|e| e.to_string())
+    });
     match typed {
         Err(err) => ReceivedAlert {
             raw,
@@ -80,7 +81,10 @@ fn parse_one(raw: Box<RawValue>, group_status: Option<&str>) -> ReceivedAlert {
 }
 
 /// Turns one typed Alertmanager alert into the normalised form.
-pub fn to_alert(alert: &AlertmanagerAlert, group_status: Option<&str>) -> Result<Alert, AlertError> {
+pub fn to_alert(
+    alert: &AlertmanagerAlert,
+    group_status: Option<&str>,
+) -> Result<Alert, AlertError> {
     let status = match alert.status.as_deref().or(group_status) {
         Some("resolved") => AlertStatus::Resolved,
         Some("firing") | None => AlertStatus::Firing,
@@ -160,7 +164,10 @@ mod tests {
         );
         assert!(matches!(
             alerts[2].parsed,
-            Err(AlertError::NotANumber { field: "annotation duration_seconds", .. })
+            Err(AlertError::NotANumber {
+                field: "annotation duration_seconds",
+                ..
+            })
         ));
         assert_eq!(alerts[2].query_source_hint.as_deref(), Some("FooWorker"));
         assert!(matches!(alerts[3].parsed, Err(AlertError::Malformed(_))));
@@ -169,15 +176,25 @@ mod tests {
     #[test]
     fn other_versions_and_bad_json_are_body_errors() {
         let v3 = r#"{"version":"3","alerts":[]}"#;
-        assert!(matches!(parse_body(v3.as_bytes()), Err(BodyError::UnsupportedVersion(_))));
-        assert!(matches!(parse_body(b"{\"alerts\":"), Err(BodyError::Json(_))));
+        assert!(matches!(
+            parse_body(v3.as_bytes()),
+            Err(BodyError::UnsupportedVersion(_))
+        ));
+        assert!(matches!(
+            parse_body(b"{\"alerts\":"),
+            Err(BodyError::Json(_))
+        ));
         assert!(matches!(parse_body(b"{}"), Err(BodyError::Json(_))));
     }
 
     #[test]
     fn group_status_applies_when_the_alert_has_none() {
-        let body = r#"{"version":"4","status":"resolved","alerts":[{"labels":{"query_source":"X"}}]}"#;
+        let body =
+            r#"{"version":"4","status":"resolved","alerts":[{"labels":{"query_source":"X"}}]}"#;
         let (_, alerts) = parse_body(body.as_bytes()).unwrap();
-        assert_eq!(alerts[0].parsed.as_ref().unwrap().status, AlertStatus::Resolved);
+        assert_eq!(
+            alerts[0].parsed.as_ref().unwrap().status,
+            AlertStatus::Resolved
+        );
     }
 }

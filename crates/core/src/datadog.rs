@@ -11,8 +11,8 @@
 //! string was expected. One body is one alert.
 
 use crate::alert::{
-    clean_link, clean_table, parse_seconds, require_object, Alert, AlertError, AlertOrigin, AlertStatus, BodyError,
-    ReceivedAlert,
+    clean_link, clean_table, parse_seconds, require_object, Alert, AlertError, AlertOrigin,
+    AlertStatus, BodyError, ReceivedAlert,
 };
 use crate::query_source::QuerySource;
 use serde::{Deserialize, Deserializer};
@@ -76,10 +76,11 @@ pub fn to_alert(payload: &DatadogPayload) -> Result<Alert, AlertError> {
         Some("Recovered") | Some("No Data") | Some("Re-No Data") => AlertStatus::Resolved,
         _ => AlertStatus::Firing,
     };
-    let raw_source =
-        tag_value(payload, "query_source").ok_or(AlertError::Missing("query_source tag in scope or tags"))?;
+    let raw_source = tag_value(payload, "query_source")
+        .ok_or(AlertError::Missing("query_source tag in scope or tags"))?;
     let query_source = QuerySource::parse(raw_source)?;
-    let table = clean_table(tag_value(payload, "table").or_else(|| tag_value(payload, "table_name")))?;
+    let table =
+        clean_table(tag_value(payload, "table").or_else(|| tag_value(payload, "table_name")))?;
     let duration_seconds = payload
         .value
         .as_deref()
@@ -140,7 +141,9 @@ mod tests {
 
     #[test]
     fn tags_are_the_fallback_and_colons_survive() {
-        let b = body(r#""transition":"Re-Triggered","scope":"","tags":"env:prod, query_source:rake:db:seed ""#);
+        let b = body(
+            r#""transition":"Re-Triggered","scope":"","tags":"env:prod, query_source:rake:db:seed ""#,
+        );
         let alert = parse_body(&b).unwrap().parsed.unwrap();
         assert_eq!(alert.query_source.as_str(), "rake:db:seed");
     }
@@ -148,12 +151,17 @@ mod tests {
     #[test]
     fn numbers_are_accepted_where_strings_were_expected() {
         let b = body(r#""alert_id":1234,"value":99.5,"scope":"query_source:FooWorker""#);
-        assert_eq!(parse_body(&b).unwrap().parsed.unwrap().duration_seconds, Some(99.5));
+        assert_eq!(
+            parse_body(&b).unwrap().parsed.unwrap().duration_seconds,
+            Some(99.5)
+        );
     }
 
     #[test]
     fn recovered_is_resolved_and_unrendered_values_are_absent() {
-        let b = body(r#""transition":"Recovered","value":"{{value}}","scope":"query_source:FooWorker""#);
+        let b = body(
+            r#""transition":"Recovered","value":"{{value}}","scope":"query_source:FooWorker""#,
+        );
         let alert = parse_body(&b).unwrap().parsed.unwrap();
         assert_eq!(alert.status, AlertStatus::Resolved);
         assert_eq!(alert.duration_seconds, None);

@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("invalid duration {input:?}: use a number with a unit s, m, h, d or w (for example 7d or 90s)")]
+#[error(
+    "invalid duration {input:?}: use a number with a unit s, m, h, d or w (for example 7d or 90s)"
+)]
 pub struct DurationError {
     input: String,
 }
@@ -56,7 +58,10 @@ mod tests {
     fn units_and_combinations() {
         assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(604_800));
         assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("1d12h").unwrap(), Duration::from_secs(129_600));
+        assert_eq!(
+            parse_duration("1d12h").unwrap(),
+            Duration::from_secs(129_600)
+        );
         assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
     }
 

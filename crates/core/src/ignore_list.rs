@@ -96,8 +96,17 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_ignore_list_parses() {
+        let shipped = include_str!("../../../ignore-list.yaml");
+        assert!(IgnoreList::parse(shipped).is_ok());
+    }
+
+    #[test]
     fn broken_files_say_what_is_wrong() {
-        assert!(matches!(IgnoreList::parse("- reason: x\n"), Err(IgnoreListError::Yaml(_))));
+        assert!(matches!(
+            IgnoreList::parse("- reason: x\n"),
+            Err(IgnoreListError::Yaml(_))
+        ));
         assert!(matches!(
             IgnoreList::parse("- query_source: \"\"\n"),
             Err(IgnoreListError::Entry { index: 0, .. })

@@ -37,9 +37,17 @@ impl Default for IntakePolicy {
 pub enum Decision {
     /// The alert reports that the transaction is over.
     Resolved,
-    Excluded { pattern: String },
-    Ignored { entry: String, reason: Option<String> },
-    BelowThreshold { duration: f64, threshold: f64 },
+    Excluded {
+        pattern: String,
+    },
+    Ignored {
+        entry: String,
+        reason: Option<String>,
+    },
+    BelowThreshold {
+        duration: f64,
+        threshold: f64,
+    },
     /// Create a job, or join the active one for this source.
     Enqueue,
 }
@@ -132,12 +140,18 @@ mod tests {
     fn defaults_exclude_unknown_and_tmp_rake_tasks() {
         let policy = IntakePolicy::default();
         let none = IgnoreList::default();
-        assert!(matches!(policy.decide(&alert("unknown", None, Some(500.0)), &none), Decision::Excluded { .. }));
+        assert!(matches!(
+            policy.decide(&alert("unknown", None, Some(500.0)), &none),
+            Decision::Excluded { .. }
+        ));
         assert!(matches!(
             policy.decide(&alert("rake:tmp:backfill", None, Some(500.0)), &none),
             Decision::Excluded { .. }
         ));
-        assert_eq!(policy.decide(&alert("rake:db:seed", None, Some(500.0)), &none), Decision::Enqueue);
+        assert_eq!(
+            policy.decide(&alert("rake:db:seed", None, Some(500.0)), &none),
+            Decision::Enqueue
+        );
     }
 
     #[test]
@@ -145,12 +159,18 @@ mod tests {
         let mut policy = IntakePolicy::default();
         policy.table_thresholds.insert("orders".into(), 30.0);
         let none = IgnoreList::default();
-        assert_eq!(policy.decide(&alert("A#b", Some("orders"), Some(40.0)), &none), Decision::Enqueue);
+        assert_eq!(
+            policy.decide(&alert("A#b", Some("orders"), Some(40.0)), &none),
+            Decision::Enqueue
+        );
         assert!(matches!(
             policy.decide(&alert("A#b", Some("users"), Some(40.0)), &none),
             Decision::BelowThreshold { threshold, .. } if threshold == 100.0
         ));
-        assert_eq!(policy.decide(&alert("A#b", None, None), &none), Decision::Enqueue);
+        assert_eq!(
+            policy.decide(&alert("A#b", None, None), &none),
+            Decision::Enqueue
+        );
     }
 
     #[test]
@@ -162,7 +182,8 @@ mod tests {
             added_by: None,
             added_at: None,
         }]);
-        let d = IntakePolicy::default().decide(&alert("admin/users#update", None, Some(900.0)), &ignore);
+        let d = IntakePolicy::default()
+            .decide(&alert("admin/users#update", None, Some(900.0)), &ignore);
         assert!(matches!(d, Decision::Ignored { .. }));
         assert_eq!(d.outcome(), Some(Outcome::Ignored));
     }

@@ -160,7 +160,9 @@ pub fn underscore(segment: &str) -> String {
         if c.is_uppercase() && i > 0 {
             let prev = chars[i - 1];
             let next_is_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-            if prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_is_lower)
+            if prev.is_lowercase()
+                || prev.is_ascii_digit()
+                || (prev.is_uppercase() && next_is_lower)
             {
                 out.push('_');
             }
@@ -177,7 +179,8 @@ mod tests {
     #[test]
     fn legacy_namespaced_controller() {
         assert_eq!(
-            query_source_from_comment("/*namespaced_controller:admin/users,action:update*/").as_deref(),
+            query_source_from_comment("/*namespaced_controller:admin/users,action:update*/")
+                .as_deref(),
             Some("admin/users#update")
         );
     }
@@ -185,7 +188,10 @@ mod tests {
     #[test]
     fn sqlcommenter_with_url_encoding() {
         let c = "/*action='update',controller='users',namespaced_controller='admin%2Fusers'*/";
-        assert_eq!(query_source_from_comment(c).as_deref(), Some("admin/users#update"));
+        assert_eq!(
+            query_source_from_comment(c).as_deref(),
+            Some("admin/users#update")
+        );
     }
 
     #[test]
@@ -201,7 +207,10 @@ mod tests {
             query_source_from_comment("sidekiq_worker:Billing::SyncWorker").as_deref(),
             Some("Billing::SyncWorker")
         );
-        assert_eq!(query_source_from_comment("job:MailJob").as_deref(), Some("MailJob"));
+        assert_eq!(
+            query_source_from_comment("job:MailJob").as_deref(),
+            Some("MailJob")
+        );
         assert_eq!(
             query_source_from_comment("/*rake_task:db:seed_users*/").as_deref(),
             Some("rake:db:seed_users")
@@ -211,7 +220,10 @@ mod tests {
     #[test]
     fn class_name_controllers_become_paths() {
         assert_eq!(controller_path("Admin::UsersController"), "admin/users");
-        assert_eq!(controller_path("API::V1::HTMLReportsController"), "api/v1/html_reports");
+        assert_eq!(
+            controller_path("API::V1::HTMLReportsController"),
+            "api/v1/html_reports"
+        );
         assert_eq!(underscore("OAuth2Callback"), "o_auth2_callback");
     }
 

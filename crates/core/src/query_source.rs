@@ -65,7 +65,12 @@ mod tests {
 
     #[test]
     fn plain_forms_are_kept() {
-        for s in ["admin/users#update", "Billing::SyncWorker", "rake:ns:task", "unknown"] {
+        for s in [
+            "admin/users#update",
+            "Billing::SyncWorker",
+            "rake:ns:task",
+            "unknown",
+        ] {
             assert_eq!(QuerySource::parse(s).unwrap().as_str(), s);
         }
     }

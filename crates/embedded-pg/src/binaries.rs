@@ -35,7 +35,7 @@ fn debian_bin_dirs(root: &Path) -> Vec<PathBuf> {
             Some((version, e.path().join("bin")))
         })
         .collect();
-    versions.sort_by(|a, b| b.0.cmp(&a.0));
+    versions.sort_by_key(|(version, _)| std::cmp::Reverse(*version));
     versions.into_iter().map(|(_, dir)| dir).collect()
 }
 

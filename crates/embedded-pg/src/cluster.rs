@@ -70,7 +70,10 @@ impl EmbeddedPostgres {
         }
         pg.write_settings(options)?;
         if !pg.is_running() {
-            pg.pg_ctl(&["start", "-w", "-t", "60", "-l", &pg.log_path()], "pg_ctl start")?;
+            pg.pg_ctl(
+                &["start", "-w", "-t", "60", "-l", &pg.log_path()],
+                "pg_ctl start",
+            )?;
         }
         Ok(pg)
     }
@@ -123,8 +126,9 @@ impl EmbeddedPostgres {
             fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
                 .map_err(io_error(format!("restricting {}", dir.display())))?;
             if let Some(user) = &self.run_as {
-                std::os::unix::fs::chown(dir, Some(user.uid), Some(user.gid))
-                    .map_err(io_error(format!("handing {} to {}", dir.display(), user.name)))?;
+                std::os::unix::fs::chown(dir, Some(user.uid), Some(user.gid)).map_err(io_error(
+                    format!("handing {} to {}", dir.display(), user.name),
+                ))?;
                 check_reachable(dir, user)?;
             }
         }
@@ -136,7 +140,14 @@ impl EmbeddedPostgres {
             .command(&self.binaries.initdb)
             .arg("-D")
             .arg(&self.cluster_dir)
-            .args(["-U", SUPERUSER, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync"])
+            .args([
+                "-U",
+                SUPERUSER,
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C",
+                "--no-sync",
+            ])
             .output()
             .map_err(io_error("running initdb"))?;
         check(output, "initdb")?;
@@ -207,7 +218,7 @@ fn check(output: std::process::Output, what: &str) -> Result<(), EmbeddedPgError
 /// under the system temp dir named after `root`.
 fn socket_dir_for(root: &Path) -> PathBuf {
     let preferred = root.join("pg-socket");
-    if preferred.as_os_str().len() + ".s.PGSQL.5432".len() + 1 <= MAX_SOCKET_PATH {
+    if preferred.as_os_str().len() + ".s.PGSQL.5432".len() < MAX_SOCKET_PATH {
         return preferred;
     }
     use std::hash::{Hash, Hasher};
@@ -240,7 +251,9 @@ fn unprivileged_user() -> Result<RunAs, EmbeddedPgError> {
 /// Every ancestor of `dir` must be searchable by the server's user.
 fn check_reachable(dir: &Path, user: &RunAs) -> Result<(), EmbeddedPgError> {
     for ancestor in dir.ancestors().skip(1) {
-        let Ok(meta) = fs::metadata(ancestor) else { continue };
+        let Ok(meta) = fs::metadata(ancestor) else {
+            continue;
+        };
         let mode = meta.mode();
         let searchable = mode & 0o001 != 0
             || (meta.uid() == user.uid && mode & 0o100 != 0)

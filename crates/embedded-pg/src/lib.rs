@@ -43,7 +43,9 @@ pub enum EmbeddedPgError {
     },
 }
 
-pub(crate) fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> EmbeddedPgError {
+pub(crate) fn io_error(
+    context: impl Into<String>,
+) -> impl FnOnce(std::io::Error) -> EmbeddedPgError {
     let context = context.into();
     move |source| EmbeddedPgError::Io { context, source }
 }

@@ -46,7 +46,9 @@ pub async fn list_jobs(
             limit,
         })
         .await?;
-    let next_before = (jobs.len() as i64 == limit).then(|| jobs.last().map(|j| j.id)).flatten();
+    let next_before = (jobs.len() as i64 == limit)
+        .then(|| jobs.last().map(|j| j.id))
+        .flatten();
     Ok(Json(JobList { jobs, next_before }))
 }
 
@@ -85,7 +87,9 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<serde_js
             tracing::warn!(error = %err, "readiness check failed");
             (
                 StatusCode::SERVICE_UNAVAILABLE,
-                Json(serde_json::json!({"status": "unavailable", "detail": "the database does not answer"})),
+                Json(
+                    serde_json::json!({"status": "unavailable", "detail": "the database does not answer"}),
+                ),
             )
         }
     }

@@ -50,7 +50,9 @@ fn presented_secret(value: &str) -> Option<String> {
         return Some(rest.to_owned());
     }
     if scheme.eq_ignore_ascii_case("basic") {
-        let decoded = base64::engine::general_purpose::STANDARD.decode(rest).ok()?;
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(rest)
+            .ok()?;
         let decoded = String::from_utf8(decoded).ok()?;
         let (_user, password) = decoded.split_once(':')?;
         return Some(password.to_owned());
@@ -74,7 +76,9 @@ mod tests {
         let auth = WebhookAuth::new(Some("s3cret".into()));
         assert!(auth.check(&headers("Bearer s3cret")).is_ok());
         // "alertmanager:s3cret"
-        assert!(auth.check(&headers("Basic YWxlcnRtYW5hZ2VyOnMzY3JldA==")).is_ok());
+        assert!(auth
+            .check(&headers("Basic YWxlcnRtYW5hZ2VyOnMzY3JldA=="))
+            .is_ok());
         assert!(auth.check(&headers("Bearer s3cre")).is_err());
         assert!(auth.check(&headers("Token s3cret")).is_err());
         assert!(auth.check(&HeaderMap::new()).is_err());
@@ -82,6 +86,8 @@ mod tests {
 
     #[test]
     fn no_token_means_open() {
-        assert!(WebhookAuth::new(Some(String::new())).check(&HeaderMap::new()).is_ok());
+        assert!(WebhookAuth::new(Some(String::new()))
+            .check(&HeaderMap::new())
+            .is_ok());
     }
 }

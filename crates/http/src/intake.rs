@@ -72,11 +72,17 @@ async fn receive(
         .iter()
         .map(|alert| to_record(origin, alert, &state.policy, &ignore))
         .collect();
-    let outcomes = state.store.record_alerts(&records, state.policy.cooldown).await?;
+    let outcomes = state
+        .store
+        .record_alerts(&records, state.policy.cooldown)
+        .await?;
     Ok(respond(origin, &records, outcomes))
 }
 
-fn parse(origin: AlertOrigin, body: &[u8]) -> Result<Vec<ReceivedAlert>, longtx_core::alert::BodyError> {
+fn parse(
+    origin: AlertOrigin,
+    body: &[u8],
+) -> Result<Vec<ReceivedAlert>, longtx_core::alert::BodyError> {
     match origin {
         AlertOrigin::Alertmanager => alertmanager::parse_body(body).map(|(_, alerts)| alerts),
         AlertOrigin::Datadog => datadog::parse_body(body).map(|alert| vec![alert]),
@@ -95,7 +101,10 @@ fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
         Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",
-            format!("send Content-Type: application/json (got {:?})", printable(essence, 80)),
+            format!(
+                "send Content-Type: application/json (got {:?})",
+                printable(essence, 80)
+            ),
         ))
     }
 }
@@ -112,7 +121,10 @@ fn to_record(
         Err(err) => IntakeRecord {
             origin,
             // A rejected value may be hostile: keep a short printable echo.
-            query_source: received.query_source_hint.as_deref().map(|s| printable(s, 256)),
+            query_source: received
+                .query_source_hint
+                .as_deref()
+                .map(|s| printable(s, 256)),
             table: None,
             duration_seconds: None,
             link: None,
@@ -144,7 +156,11 @@ fn to_record(
     }
 }
 
-fn respond(origin: AlertOrigin, records: &[IntakeRecord], outcomes: Vec<RecordedOutcome>) -> Response {
+fn respond(
+    origin: AlertOrigin,
+    records: &[IntakeRecord],
+    outcomes: Vec<RecordedOutcome>,
+) -> Response {
     let results: Vec<AlertResult> = records
         .iter()
         .zip(outcomes)
@@ -201,5 +217,8 @@ fn respond(origin: AlertOrigin, records: &[IntakeRecord], outcomes: Vec<Recorded
 
 /// A short, printable echo of untrusted text for responses and logs.
 pub(crate) fn printable(text: &str, max_chars: usize) -> String {
-    text.chars().filter(|c| !c.is_control()).take(max_chars).collect()
+    text.chars()
+        .filter(|c| !c.is_control())
+        .take(max_chars)
+        .collect()
 }

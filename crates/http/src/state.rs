@@ -13,7 +13,12 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(store: Store, policy: IntakePolicy, auth: WebhookAuth, ignore_list: IgnoreList) -> Self {
+    pub fn new(
+        store: Store,
+        policy: IntakePolicy,
+        auth: WebhookAuth,
+        ignore_list: IgnoreList,
+    ) -> Self {
         AppState {
             store,
             policy: Arc::new(policy),

@@ -9,15 +9,38 @@ async fn seed(app: &TestApp, sources: &[&str]) -> Vec<i64> {
     for s in sources {
         hook = hook.alert(AmAlert::firing(s).value(120.0));
     }
-    let body: serde_json::Value = app.post_json("/webhooks/alertmanager", &hook.to_json()).await.json().await.unwrap();
-    body["results"].as_array().unwrap().iter().map(|r| r["job_id"].as_i64().unwrap()).collect()
+    let body: serde_json::Value = app
+        .post_json("/webhooks/alertmanager", &hook.to_json())
+        .await
+        .json()
+        .await
+        .unwrap();
+    body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["job_id"].as_i64().unwrap())
+        .collect()
 }
 
 #[tokio::test]
 async fn jobs_filter_by_state_and_source_and_page_newest_first() {
     let app = TestApp::spawn().await;
-    let ids = seed(&app, &["A::Worker", "B::Worker", "C::Worker", "D::Worker", "E::Worker"]).await;
-    app.store.set_job_state(ids[1], JobState::Failed, Some("dispatch failed")).await.unwrap();
+    let ids = seed(
+        &app,
+        &[
+            "A::Worker",
+            "B::Worker",
+            "C::Worker",
+            "D::Worker",
+            "E::Worker",
+        ],
+    )
+    .await;
+    app.store
+        .set_job_state(ids[1], JobState::Failed, Some("dispatch failed"))
+        .await
+        .unwrap();
 
     let (_, failed) = app.get_json("/api/jobs?state=failed").await;
     assert_eq!(failed["jobs"].as_array().unwrap().len(), 1);
@@ -28,12 +51,19 @@ async fn jobs_filter_by_state_and_source_and_page_newest_first() {
     assert_eq!(by_source["jobs"][0]["id"].as_i64(), Some(ids[2]));
 
     let (_, page1) = app.get_json("/api/jobs?limit=2").await;
-    let page1_ids: Vec<i64> = page1["jobs"].as_array().unwrap().iter().map(|j| j["id"].as_i64().unwrap()).collect();
+    let page1_ids: Vec<i64> = page1["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_i64().unwrap())
+        .collect();
     let mut newest: Vec<i64> = ids.clone();
     newest.sort_unstable_by(|a, b| b.cmp(a));
     assert_eq!(page1_ids, newest[..2]);
     let before = page1["next_before"].as_i64().unwrap();
-    let (_, page3) = app.get_json(&format!("/api/jobs?limit=2&before={}", newest[3])).await;
+    let (_, page3) = app
+        .get_json(&format!("/api/jobs?limit=2&before={}", newest[3]))
+        .await;
     assert_eq!(page3["jobs"].as_array().unwrap().len(), 1);
     assert_eq!(page3["next_before"], serde_json::Value::Null);
     assert_eq!(before, newest[1]);
@@ -51,14 +81,23 @@ async fn a_job_shows_its_alert_events_with_raw_payloads() {
     assert_eq!(events[0]["outcome"], "deduped");
     assert_eq!(events[1]["outcome"], "created");
     assert_eq!(events[0]["origin"], "alertmanager");
-    assert_eq!(events[0]["raw_payload"]["labels"]["query_source"], "Evt::Worker");
+    assert_eq!(
+        events[0]["raw_payload"]["labels"]["query_source"],
+        "Evt::Worker"
+    );
 }
 
 #[tokio::test]
 async fn health_and_readiness() {
     let app = TestApp::spawn().await;
     let (status, body) = app.get_json("/healthz").await;
-    assert_eq!((status.as_u16(), body["status"].as_str()), (200, Some("ok")));
+    assert_eq!(
+        (status.as_u16(), body["status"].as_str()),
+        (200, Some("ok"))
+    );
     let (status, body) = app.get_json("/readyz").await;
-    assert_eq!((status.as_u16(), body["status"].as_str()), (200, Some("ready")));
+    assert_eq!(
+        (status.as_u16(), body["status"].as_str()),
+        (200, Some("ready"))
+    );
 }

@@ -5,8 +5,18 @@ use longtx_testkit::payloads::{AmAlert, AmWebhook};
 use longtx_testkit::TestApp;
 use serde_json::Value;
 
-async fn raw_post(app: &TestApp, path: &str, content_type: &str, body: Vec<u8>, auth: Option<&str>) -> (u16, Value) {
-    let mut request = app.client.post(app.url(path)).header("content-type", content_type).body(body);
+async fn raw_post(
+    app: &TestApp,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+    auth: Option<&str>,
+) -> (u16, Value) {
+    let mut request = app
+        .client
+        .post(app.url(path))
+        .header("content-type", content_type)
+        .body(body);
     if let Some(auth) = auth {
         request = request.header("authorization", auth);
     }
@@ -16,11 +26,21 @@ async fn raw_post(app: &TestApp, path: &str, content_type: &str, body: Vec<u8>, 
 }
 
 fn valid_body() -> Vec<u8> {
-    AmWebhook::with(AmAlert::firing("Good::Worker").value(200.0)).to_json().to_string().into_bytes()
+    AmWebhook::with(AmAlert::firing("Good::Worker").value(200.0))
+        .to_json()
+        .to_string()
+        .into_bytes()
 }
 
 async fn still_serving(app: &TestApp) {
-    let (status, body) = raw_post(app, "/webhooks/alertmanager", "application/json", valid_body(), Some("Bearer t0ken")).await;
+    let (status, body) = raw_post(
+        app,
+        "/webhooks/alertmanager",
+        "application/json",
+        valid_body(),
+        Some("Bearer t0ken"),
+    )
+    .await;
     assert_eq!(status, 200, "service still accepts good alerts: {body}");
 }
 
@@ -29,26 +49,75 @@ async fn malformed_json_wrong_type_and_huge_bodies_are_refused() {
     let app = TestApp::builder().token("t0ken").spawn().await;
     let auth = Some("Bearer t0ken");
 
-    let (status, body) = raw_post(&app, "/webhooks/alertmanager", "application/json", b"{\"alerts\": [".to_vec(), auth).await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_body")));
-    assert!(body["detail"].as_str().unwrap().contains("not valid JSON"), "{body}");
+    let (status, body) = raw_post(
+        &app,
+        "/webhooks/alertmanager",
+        "application/json",
+        b"{\"alerts\": [".to_vec(),
+        auth,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_body"))
+    );
+    assert!(
+        body["detail"].as_str().unwrap().contains("not valid JSON"),
+        "{body}"
+    );
 
-    let (status, body) = raw_post(&app, "/webhooks/datadog", "application/json", b"[1, 2]".to_vec(), auth).await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_body")));
+    let (status, body) = raw_post(
+        &app,
+        "/webhooks/datadog",
+        "application/json",
+        b"[1, 2]".to_vec(),
+        auth,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_body"))
+    );
 
-    let (status, body) = raw_post(&app, "/webhooks/alertmanager", "text/plain", valid_body(), auth).await;
-    assert_eq!((status, body["error"].as_str()), (415, Some("unsupported_media_type")));
+    let (status, body) = raw_post(
+        &app,
+        "/webhooks/alertmanager",
+        "text/plain",
+        valid_body(),
+        auth,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (415, Some("unsupported_media_type"))
+    );
 
     let mut huge = b"{\"alerts\": [], \"padding\": \"".to_vec();
     huge.extend(std::iter::repeat_n(b'x', longtx_http::MAX_BODY_BYTES + 10));
     huge.extend(b"\"}");
-    let (status, body) = raw_post(&app, "/webhooks/alertmanager", "application/json", huge, auth).await;
-    assert_eq!((status, body["error"].as_str()), (413, Some("body_too_large")));
+    let (status, body) = raw_post(
+        &app,
+        "/webhooks/alertmanager",
+        "application/json",
+        huge,
+        auth,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (413, Some("body_too_large"))
+    );
 
-    let v3 = serde_json::json!({"version": "3", "alerts": []}).to_string().into_bytes();
-    let (status, body) = raw_post(&app, "/webhooks/alertmanager", "application/json", v3, auth).await;
+    let v3 = serde_json::json!({"version": "3", "alerts": []})
+        .to_string()
+        .into_bytes();
+    let (status, body) =
+        raw_post(&app, "/webhooks/alertmanager", "application/json", v3, auth).await;
     assert_eq!(status, 400);
-    assert!(body["detail"].as_str().unwrap().contains("version"), "{body}");
+    assert!(
+        body["detail"].as_str().unwrap().contains("version"),
+        "{body}"
+    );
 
     still_serving(&app).await;
 }
@@ -57,18 +126,44 @@ async fn malformed_json_wrong_type_and_huge_bodies_are_refused() {
 async fn webhooks_and_api_need_the_token_when_one_is_set() {
     let app = TestApp::builder().token("t0ken").spawn().await;
     for auth in [None, Some("Bearer wrong"), Some("Basic Zm9vOndyb25n")] {
-        let (status, body) = raw_post(&app, "/webhooks/alertmanager", "application/json", valid_body(), auth).await;
-        assert_eq!((status, body["error"].as_str()), (401, Some("unauthorized")), "{auth:?}");
-        assert!(!body.to_string().contains("t0ken"), "the token never appears in errors");
+        let (status, body) = raw_post(
+            &app,
+            "/webhooks/alertmanager",
+            "application/json",
+            valid_body(),
+            auth,
+        )
+        .await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (401, Some("unauthorized")),
+            "{auth:?}"
+        );
+        assert!(
+            !body.to_string().contains("t0ken"),
+            "the token never appears in errors"
+        );
     }
     // Basic auth with the token as password: "datadog:t0ken".
-    let (status, _) = raw_post(&app, "/webhooks/datadog", "application/json",
-        br#"{"scope":"query_source:X::Worker","value":"300"}"#.to_vec(), Some("Basic ZGF0YWRvZzp0MGtlbg==")).await;
+    let (status, _) = raw_post(
+        &app,
+        "/webhooks/datadog",
+        "application/json",
+        br#"{"scope":"query_source:X::Worker","value":"300"}"#.to_vec(),
+        Some("Basic ZGF0YWRvZzp0MGtlbg=="),
+    )
+    .await;
     assert_eq!(status, 200);
 
     let (status, _) = app.get_json("/api/jobs").await;
     assert_eq!(status, 401);
-    let response = app.client.get(app.url("/api/jobs")).bearer_auth("t0ken").send().await.unwrap();
+    let response = app
+        .client
+        .get(app.url("/api/jobs"))
+        .bearer_auth("t0ken")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
     // Health endpoints stay open for probes.
     assert_eq!(app.get_json("/healthz").await.0, 200);
@@ -83,17 +178,39 @@ async fn hostile_query_sources_are_rejected_or_kept_literally() {
         .alert(AmAlert::firing("evil\u{1b}[2J\nworker").value(200.0))
         .alert(AmAlert::firing(&"x".repeat(300)).value(200.0))
         .alert(AmAlert::firing("   ").value(200.0));
-    let (status, body) = raw_post(&app, "/webhooks/alertmanager", "application/json", hook.to_json().to_string().into_bytes(), Some("Bearer t0ken")).await;
+    let (status, body) = raw_post(
+        &app,
+        "/webhooks/alertmanager",
+        "application/json",
+        hook.to_json().to_string().into_bytes(),
+        Some("Bearer t0ken"),
+    )
+    .await;
     assert_eq!(status, 422, "{body}");
     let results = body["results"].as_array().unwrap();
     assert_eq!(results[0]["outcome"], "created");
-    assert_eq!(results[0]["query_source"], hostile, "kept exactly, never interpreted");
+    assert_eq!(
+        results[0]["query_source"], hostile,
+        "kept exactly, never interpreted"
+    );
     assert_eq!(results[1]["outcome"], "rejected");
-    assert!(!results[1]["query_source"].as_str().unwrap().contains('\u{1b}'), "control characters are not echoed");
+    assert!(
+        !results[1]["query_source"]
+            .as_str()
+            .unwrap()
+            .contains('\u{1b}'),
+        "control characters are not echoed"
+    );
     assert_eq!(results[2]["outcome"], "rejected");
     assert_eq!(results[3]["outcome"], "rejected");
 
-    let response = app.client.get(app.url("/api/jobs")).bearer_auth("t0ken").send().await.unwrap();
+    let response = app
+        .client
+        .get(app.url("/api/jobs"))
+        .bearer_auth("t0ken")
+        .send()
+        .await
+        .unwrap();
     let list: Value = response.json().await.unwrap();
     assert_eq!(list["jobs"].as_array().unwrap().len(), 1);
     assert_eq!(list["jobs"][0]["query_source"], hostile);
@@ -104,11 +221,20 @@ async fn hostile_query_sources_are_rejected_or_kept_literally() {
 async fn unknown_endpoints_and_bad_parameters_are_4xx_json() {
     let app = TestApp::spawn().await;
     let (status, body) = app.get_json("/webhooks/nope").await;
-    assert_eq!((status.as_u16(), body["error"].as_str()), (404, Some("not_found")));
+    assert_eq!(
+        (status.as_u16(), body["error"].as_str()),
+        (404, Some("not_found"))
+    );
     let (status, body) = app.get_json("/api/jobs?state=running").await;
-    assert_eq!((status.as_u16(), body["error"].as_str()), (400, Some("invalid_state")));
+    assert_eq!(
+        (status.as_u16(), body["error"].as_str()),
+        (400, Some("invalid_state"))
+    );
     let (status, body) = app.get_json("/api/jobs/abc").await;
-    assert_eq!((status.as_u16(), body["error"].as_str()), (400, Some("invalid_id")));
+    assert_eq!(
+        (status.as_u16(), body["error"].as_str()),
+        (400, Some("invalid_id"))
+    );
     let (status, _) = app.get_json("/api/jobs/999999").await;
     assert_eq!(status.as_u16(), 404);
 }

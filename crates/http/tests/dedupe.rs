@@ -35,7 +35,11 @@ async fn concurrent_alerts_for_ten_sources_make_ten_jobs() {
     assert_eq!(created, 10);
     let jobs = job_count(&app).await;
     assert_eq!(jobs.len(), 10);
-    assert!(jobs.iter().all(|(_, per_source, alerts)| *per_source == 1 && *alerts == 10), "{jobs:?}");
+    assert!(
+        jobs.iter()
+            .all(|(_, per_source, alerts)| *per_source == 1 && *alerts == 10),
+        "{jobs:?}"
+    );
 }
 
 #[tokio::test]
@@ -47,10 +51,19 @@ async fn two_replicas_on_one_database_make_one_job() {
         async move { fire(app, "Shared::Worker").await }
     });
     let results = join_all(sends).await;
-    assert_eq!(results.iter().filter(|r| r["outcome"] == "created").count(), 1);
-    let ids: std::collections::BTreeSet<i64> = results.iter().map(|r| r["job_id"].as_i64().unwrap()).collect();
+    assert_eq!(
+        results.iter().filter(|r| r["outcome"] == "created").count(),
+        1
+    );
+    let ids: std::collections::BTreeSet<i64> = results
+        .iter()
+        .map(|r| r["job_id"].as_i64().unwrap())
+        .collect();
     assert_eq!(ids.len(), 1, "every alert names the same job");
-    assert_eq!(job_count(&first).await, vec![("Shared::Worker".to_string(), 1, 40)]);
+    assert_eq!(
+        job_count(&first).await,
+        vec![("Shared::Worker".to_string(), 1, 40)]
+    );
 }
 
 #[tokio::test]
@@ -58,19 +71,34 @@ async fn after_a_job_ends_the_cooldown_holds_new_jobs_back() {
     let app = TestApp::spawn().await;
     let first = fire(&app, "Cool::Worker").await;
     let job = first["job_id"].as_i64().unwrap();
-    assert!(app.store.set_job_state(job, JobState::Merged, None).await.unwrap());
+    assert!(app
+        .store
+        .set_job_state(job, JobState::Merged, None)
+        .await
+        .unwrap());
 
     let during = fire(&app, "Cool::Worker").await;
     assert_eq!(during["outcome"], "deduped");
     assert_eq!(during["job_id"].as_i64(), Some(job));
-    assert!(during["detail"].as_str().unwrap().contains("cooldown"), "{during}");
+    assert!(
+        during["detail"].as_str().unwrap().contains("cooldown"),
+        "{during}"
+    );
 }
 
 #[tokio::test]
 async fn after_the_cooldown_a_new_job_opens() {
-    let app = TestApp::builder().policy(|p| p.cooldown = Duration::from_secs(1)).spawn().await;
-    let first = fire(&app, "Again::Worker").await["job_id"].as_i64().unwrap();
-    app.store.set_job_state(first, JobState::Closed, Some("closed unmerged")).await.unwrap();
+    let app = TestApp::builder()
+        .policy(|p| p.cooldown = Duration::from_secs(1))
+        .spawn()
+        .await;
+    let first = fire(&app, "Again::Worker").await["job_id"]
+        .as_i64()
+        .unwrap();
+    app.store
+        .set_job_state(first, JobState::Closed, Some("closed unmerged"))
+        .await
+        .unwrap();
     let mut conn = app.db.connect().await;
     sqlx::query("UPDATE jobs SET ended_at = now() - interval '2 seconds' WHERE id = $1")
         .bind(first)

@@ -5,23 +5,46 @@ use longtx_testkit::{fixture, sqlx, TestApp};
 use serde_json::Value;
 
 async fn send(app: &TestApp, hook: AmWebhook) -> (u16, Value) {
-    let response = app.post_json("/webhooks/alertmanager", &hook.to_json()).await;
+    let response = app
+        .post_json("/webhooks/alertmanager", &hook.to_json())
+        .await;
     (response.status().as_u16(), response.json().await.unwrap())
 }
 
 fn outcomes(body: &Value) -> Vec<&str> {
-    body["results"].as_array().unwrap().iter().map(|r| r["outcome"].as_str().unwrap()).collect()
+    body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect()
 }
 
 #[tokio::test]
 async fn a_firing_alert_creates_a_job_and_a_repeat_joins_it() {
     let app = TestApp::spawn().await;
-    let (status, first) = send(&app, AmWebhook::with(AmAlert::firing("admin/users#update").table("users").value(142.5))).await;
+    let (status, first) = send(
+        &app,
+        AmWebhook::with(
+            AmAlert::firing("admin/users#update")
+                .table("users")
+                .value(142.5),
+        ),
+    )
+    .await;
     assert_eq!(status, 200, "{first}");
     assert_eq!(outcomes(&first), ["created"]);
     let job_id = first["results"][0]["job_id"].as_i64().unwrap();
 
-    let (_, second) = send(&app, AmWebhook::with(AmAlert::firing("admin/users#update").table("orders").value(380.0))).await;
+    let (_, second) = send(
+        &app,
+        AmWebhook::with(
+            AmAlert::firing("admin/users#update")
+                .table("orders")
+                .value(380.0),
+        ),
+    )
+    .await;
     assert_eq!(outcomes(&second), ["deduped"]);
     assert_eq!(second["results"][0]["job_id"].as_i64(), Some(job_id));
 
@@ -38,13 +61,21 @@ async fn a_firing_alert_creates_a_job_and_a_repeat_joins_it() {
 #[tokio::test]
 async fn the_real_alertmanager_shape_is_read() {
     let app = TestApp::spawn().await;
-    let body: Value = serde_json::from_str(&std::fs::read_to_string(fixture("alertmanager-0.25-firing.json")).unwrap()).unwrap();
+    let body: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("alertmanager-0.25-firing.json")).unwrap(),
+    )
+    .unwrap();
     let response = app.post_json("/webhooks/alertmanager", &body).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(outcomes(&body), ["created", "created"]);
-    assert_eq!(body["results"][1]["query_source"], "Billing::InvoiceSyncWorker");
-    let (_, list) = app.get_json("/api/jobs?query_source=admin/users%23update").await;
+    assert_eq!(
+        body["results"][1]["query_source"],
+        "Billing::InvoiceSyncWorker"
+    );
+    let (_, list) = app
+        .get_json("/api/jobs?query_source=admin/users%23update")
+        .await;
     assert_eq!(list["jobs"][0]["max_duration_seconds"], 142.5);
     assert_eq!(list["jobs"][0]["alert_links"].as_array().unwrap().len(), 1);
 }
@@ -59,17 +90,43 @@ async fn resolved_below_threshold_excluded_and_ignored_create_no_job() {
         .spawn()
         .await;
     let hook = AmWebhook::new()
-        .alert(AmAlert::firing("admin/users#update").value(500.0).resolved())
-        .alert(AmAlert::firing("admin/users#update").table("users").value(99.9))
+        .alert(
+            AmAlert::firing("admin/users#update")
+                .value(500.0)
+                .resolved(),
+        )
+        .alert(
+            AmAlert::firing("admin/users#update")
+                .table("users")
+                .value(99.9),
+        )
         .alert(AmAlert::firing("unknown").value(500.0))
         .alert(AmAlert::firing("rake:tmp:cleanup").value(500.0))
         .alert(AmAlert::firing("reports/sales#export").value(500.0))
-        .alert(AmAlert::firing("Orders::SyncJob").table("orders").value(31.0));
+        .alert(
+            AmAlert::firing("Orders::SyncJob")
+                .table("orders")
+                .value(31.0),
+        );
     let (status, body) = send(&app, hook).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(outcomes(&body), ["resolved", "below_threshold", "excluded", "excluded", "ignored", "created"]);
+    assert_eq!(
+        outcomes(&body),
+        [
+            "resolved",
+            "below_threshold",
+            "excluded",
+            "excluded",
+            "ignored",
+            "created"
+        ]
+    );
     let (_, list) = app.get_json("/api/jobs").await;
-    assert_eq!(list["jobs"].as_array().unwrap().len(), 1, "only the per-table threshold alert made a job");
+    assert_eq!(
+        list["jobs"].as_array().unwrap().len(),
+        1,
+        "only the per-table threshold alert made a job"
+    );
 }
 
 #[tokio::test]
@@ -84,18 +141,31 @@ async fn one_bad_alert_is_rejected_and_the_rest_of_the_batch_is_recorded() {
     assert_eq!(status, 422);
     assert_eq!(body["error"], "invalid_alert");
     let detail = body["detail"].as_str().unwrap();
-    assert!(detail.contains("alerts[1]: missing label query_source"), "{detail}");
-    assert!(detail.contains("alerts[2]: annotation value is not a number"), "{detail}");
-    assert_eq!(outcomes(&body), ["created", "rejected", "rejected", "created"]);
+    assert!(
+        detail.contains("alerts[1]: missing label query_source"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("alerts[2]: annotation value is not a number"),
+        "{detail}"
+    );
+    assert_eq!(
+        outcomes(&body),
+        ["created", "rejected", "rejected", "created"]
+    );
 
     // Rejected alerts are in the audit trail too.
     let mut conn = app.db.connect().await;
-    let counts: Vec<(String, i64)> =
-        sqlx::query_as("SELECT outcome, count(*) FROM alert_events GROUP BY outcome ORDER BY outcome")
-            .fetch_all(&mut conn)
-            .await
-            .unwrap();
-    assert_eq!(counts, vec![("created".to_string(), 2), ("rejected".to_string(), 2)]);
+    let counts: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT outcome, count(*) FROM alert_events GROUP BY outcome ORDER BY outcome",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        counts,
+        vec![("created".to_string(), 2), ("rejected".to_string(), 2)]
+    );
 }
 
 #[tokio::test]
@@ -105,7 +175,10 @@ async fn rails_comments_in_the_label_are_normalised() {
         &app,
         AmWebhook::new()
             .alert(AmAlert::firing("namespaced_controller:admin/users,action:update").value(120.0))
-            .alert(AmAlert::firing("/*action='update',namespaced_controller='admin%2Fusers'*/").value(130.0)),
+            .alert(
+                AmAlert::firing("/*action='update',namespaced_controller='admin%2Fusers'*/")
+                    .value(130.0),
+            ),
     )
     .await;
     assert_eq!(outcomes(&body), ["created", "deduped"]);

@@ -16,13 +16,20 @@ async fn burst(app: &TestApp, requests: usize) -> Vec<u16> {
         let hook = AmWebhook::new()
             .alert(AmAlert::firing(&format!("Pool{}Worker", i % 7)).value(150.0))
             .alert(AmAlert::firing(&format!("Other{}Worker", i % 3)).value(150.0));
-        app.post_json("/webhooks/alertmanager", &hook.to_json()).await.status().as_u16()
+        app.post_json("/webhooks/alertmanager", &hook.to_json())
+            .await
+            .status()
+            .as_u16()
     });
     join_all(sends).await
 }
 
 async fn check_pool(n: u32) {
-    let app = TestApp::builder().max_connections(n).acquire_timeout(ACQUIRE_TIMEOUT).spawn().await;
+    let app = TestApp::builder()
+        .max_connections(n)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .spawn()
+        .await;
     for requests in [n as usize, n as usize + 1, 10 * n as usize] {
         let statuses = burst(&app, requests).await;
         assert!(
@@ -51,12 +58,20 @@ async fn pool_of_five() {
 
 #[tokio::test]
 async fn reads_take_one_connection_too() {
-    let app = TestApp::builder().max_connections(1).acquire_timeout(ACQUIRE_TIMEOUT).spawn().await;
+    let app = TestApp::builder()
+        .max_connections(1)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .spawn()
+        .await;
     burst(&app, 3).await;
     let reads = (0..20).map(|i| {
         let app = &app;
         async move {
-            let path = if i % 2 == 0 { "/api/jobs".to_string() } else { "/api/jobs/1".to_string() };
+            let path = if i % 2 == 0 {
+                "/api/jobs".to_string()
+            } else {
+                "/api/jobs/1".to_string()
+            };
             app.get_json(&path).await.0.as_u16()
         }
     });

@@ -88,7 +88,10 @@ fn invalid(key: &'static str, message: impl fmt::Display) -> ConfigError {
 impl Config {
     /// Reads `path` (if given) and then the environment through `env`, which
     /// tests replace with a map.
-    pub fn load(path: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+    pub fn load(
+        path: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
         let file = match path {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -109,16 +112,24 @@ impl Config {
         let listen_text = var("LONGTX_LISTEN")
             .or(file.listen)
             .unwrap_or_else(|| "127.0.0.1:8080".into());
-        let listen = listen_text
-            .parse()
-            .map_err(|e| invalid("LONGTX_LISTEN", format!("{listen_text:?}: {e} (use host:port, e.g. 127.0.0.1:8080)")))?;
+        let listen = listen_text.parse().map_err(|e| {
+            invalid(
+                "LONGTX_LISTEN",
+                format!("{listen_text:?}: {e} (use host:port, e.g. 127.0.0.1:8080)"),
+            )
+        })?;
 
         let threshold_seconds = match var("LONGTX_THRESHOLD_SECONDS") {
-            Some(v) => v.trim().parse().map_err(|_| invalid("LONGTX_THRESHOLD_SECONDS", format!("{v:?} is not a number")))?,
+            Some(v) => v.trim().parse().map_err(|_| {
+                invalid("LONGTX_THRESHOLD_SECONDS", format!("{v:?} is not a number"))
+            })?,
             None => file.threshold_seconds.unwrap_or(100.0),
         };
         if !(threshold_seconds >= 0.0 && f64::is_finite(threshold_seconds)) {
-            return Err(invalid("LONGTX_THRESHOLD_SECONDS", "must be a non-negative number"));
+            return Err(invalid(
+                "LONGTX_THRESHOLD_SECONDS",
+                "must be a non-negative number",
+            ));
         }
 
         let table_thresholds = match var("LONGTX_TABLE_THRESHOLDS") {
@@ -127,38 +138,78 @@ impl Config {
         };
 
         let exclude = match env("LONGTX_EXCLUDE") {
-            Some(v) => v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+            Some(v) => v
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect(),
             None => file
                 .exclude
                 .unwrap_or_else(|| vec!["unknown".into(), "rake:tmp:*".into()]),
         };
 
         let db_max_connections = match var("LONGTX_DB_MAX_CONNECTIONS") {
-            Some(v) => v.trim().parse().map_err(|_| invalid("LONGTX_DB_MAX_CONNECTIONS", format!("{v:?} is not a whole number")))?,
+            Some(v) => v.trim().parse().map_err(|_| {
+                invalid(
+                    "LONGTX_DB_MAX_CONNECTIONS",
+                    format!("{v:?} is not a whole number"),
+                )
+            })?,
             None => file.db_max_connections.unwrap_or(5),
         };
         if db_max_connections == 0 {
             return Err(invalid("LONGTX_DB_MAX_CONNECTIONS", "must be at least 1"));
         }
 
-        let duration = |key: &'static str, env_value: Option<String>, file_value: Option<String>, default: &str| {
-            let text = env_value.or(file_value).unwrap_or_else(|| default.to_owned());
+        let duration = |key: &'static str,
+                        env_value: Option<String>,
+                        file_value: Option<String>,
+                        default: &str| {
+            let text = env_value
+                .or(file_value)
+                .unwrap_or_else(|| default.to_owned());
             parse_duration(&text).map_err(|e| invalid(key, e))
         };
 
         Ok(Config {
-            database_url: var("DATABASE_URL").or(file.database_url).filter(|v| !v.is_empty()),
+            database_url: var("DATABASE_URL")
+                .or(file.database_url)
+                .filter(|v| !v.is_empty()),
             listen,
-            data_dir: var("LONGTX_DATA_DIR").map(PathBuf::from).or(file.data_dir).unwrap_or_else(|| ".longtx".into()),
-            webhook_token: var("LONGTX_WEBHOOK_TOKEN").or(file.webhook_token).filter(|v| !v.is_empty()),
+            data_dir: var("LONGTX_DATA_DIR")
+                .map(PathBuf::from)
+                .or(file.data_dir)
+                .unwrap_or_else(|| ".longtx".into()),
+            webhook_token: var("LONGTX_WEBHOOK_TOKEN")
+                .or(file.webhook_token)
+                .filter(|v| !v.is_empty()),
             threshold_seconds,
             table_thresholds,
             exclude,
-            ignore_list: var("LONGTX_IGNORE_LIST").map(PathBuf::from).or(file.ignore_list).unwrap_or_else(|| "ignore-list.yaml".into()),
+            ignore_list: var("LONGTX_IGNORE_LIST")
+                .map(PathBuf::from)
+                .or(file.ignore_list)
+                .unwrap_or_else(|| "ignore-list.yaml".into()),
             db_max_connections,
-            db_acquire_timeout: duration("LONGTX_DB_ACQUIRE_TIMEOUT", var("LONGTX_DB_ACQUIRE_TIMEOUT"), file.db_acquire_timeout, "5s")?,
-            cooldown: duration("LONGTX_COOLDOWN", var("LONGTX_COOLDOWN"), file.cooldown, "7d")?,
-            alert_retention: duration("LONGTX_ALERT_RETENTION", var("LONGTX_ALERT_RETENTION"), file.alert_retention, "30d")?,
+            db_acquire_timeout: duration(
+                "LONGTX_DB_ACQUIRE_TIMEOUT",
+                var("LONGTX_DB_ACQUIRE_TIMEOUT"),
+                file.db_acquire_timeout,
+                "5s",
+            )?,
+            cooldown: duration(
+                "LONGTX_COOLDOWN",
+                var("LONGTX_COOLDOWN"),
+                file.cooldown,
+                "7d",
+            )?,
+            alert_retention: duration(
+                "LONGTX_ALERT_RETENTION",
+                var("LONGTX_ALERT_RETENTION"),
+                file.alert_retention,
+                "30d",
+            )?,
         })
     }
 }
@@ -169,13 +220,18 @@ fn parse_table_thresholds(text: &str) -> Result<BTreeMap<String, f64>, ConfigErr
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .map(|pair| {
-            let (table, seconds) = pair
-                .split_once('=')
-                .ok_or_else(|| invalid("LONGTX_TABLE_THRESHOLDS", format!("{pair:?}: use table=seconds")))?;
-            let seconds: f64 = seconds
-                .trim()
-                .parse()
-                .map_err(|_| invalid("LONGTX_TABLE_THRESHOLDS", format!("{pair:?}: seconds must be a number")))?;
+            let (table, seconds) = pair.split_once('=').ok_or_else(|| {
+                invalid(
+                    "LONGTX_TABLE_THRESHOLDS",
+                    format!("{pair:?}: use table=seconds"),
+                )
+            })?;
+            let seconds: f64 = seconds.trim().parse().map_err(|_| {
+                invalid(
+                    "LONGTX_TABLE_THRESHOLDS",
+                    format!("{pair:?}: seconds must be a number"),
+                )
+            })?;
             Ok((table.trim().to_owned(), seconds))
         })
         .collect()
@@ -187,7 +243,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn load(vars: &[(&str, &str)], file: Option<&str>) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let dir = std::env::temp_dir().join(format!("longtx-config-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = file.map(|text| {
@@ -215,23 +274,45 @@ mod tests {
     #[test]
     fn environment_overrides_the_file() {
         let file = "threshold_seconds = 50\ncooldown = \"1d\"\n[table_thresholds]\norders = 20\n";
-        let c = load(&[("LONGTX_THRESHOLD_SECONDS", "30"), ("LONGTX_EXCLUDE", "")], Some(file)).unwrap();
+        let c = load(
+            &[("LONGTX_THRESHOLD_SECONDS", "30"), ("LONGTX_EXCLUDE", "")],
+            Some(file),
+        )
+        .unwrap();
         assert_eq!(c.threshold_seconds, 30.0);
         assert_eq!(c.cooldown, Duration::from_secs(86_400));
         assert_eq!(c.table_thresholds.get("orders"), Some(&20.0));
         assert!(c.exclude.is_empty());
-        let c = load(&[("LONGTX_TABLE_THRESHOLDS", "users=5, orders=7")], Some(file)).unwrap();
+        let c = load(
+            &[("LONGTX_TABLE_THRESHOLDS", "users=5, orders=7")],
+            Some(file),
+        )
+        .unwrap();
         assert_eq!(c.table_thresholds.get("orders"), Some(&7.0));
     }
 
     #[test]
     fn bad_values_name_their_key_and_secrets_stay_hidden() {
-        let err = load(&[("LONGTX_COOLDOWN", "soon")], None).unwrap_err().to_string();
+        let err = load(&[("LONGTX_COOLDOWN", "soon")], None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("LONGTX_COOLDOWN"), "{err}");
-        let err = load(&[], Some("unknown_key = 1\n")).unwrap_err().to_string();
+        let err = load(&[], Some("unknown_key = 1\n"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("unknown_key"), "{err}");
-        let c = load(&[("LONGTX_WEBHOOK_TOKEN", "hunter2"), ("DATABASE_URL", "postgres://u:pw@h/db")], None).unwrap();
+        let c = load(
+            &[
+                ("LONGTX_WEBHOOK_TOKEN", "hunter2"),
+                ("DATABASE_URL", "postgres://u:pw@h/db"),
+            ],
+            None,
+        )
+        .unwrap();
         let shown = format!("{c:?}");
-        assert!(!shown.contains("hunter2") && !shown.contains("pw@"), "{shown}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("pw@"),
+            "{shown}"
+        );
     }
 }

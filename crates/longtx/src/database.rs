@@ -28,9 +28,11 @@ impl Database {
             None => {
                 let root = config.data_dir.clone();
                 tracing::info!(data_dir = %root.display(), "DATABASE_URL is unset: using the embedded PostgreSQL");
-                let pg = tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&root, &ClusterOptions::default()))
-                    .await
-                    .context("starting the embedded PostgreSQL")??;
+                let pg = tokio::task::spawn_blocking(move || {
+                    EmbeddedPostgres::start(&root, &ClusterOptions::default())
+                })
+                .await
+                .context("starting the embedded PostgreSQL")??;
                 let options = sqlx::postgres::PgConnectOptions::new()
                     .host(&pg.socket_dir().display().to_string())
                     .port(pg.port())
@@ -50,8 +52,12 @@ impl Database {
             let stopped = tokio::task::spawn_blocking(move || pg.stop()).await;
             match stopped {
                 Ok(Ok(())) => tracing::info!("embedded PostgreSQL stopped"),
-                Ok(Err(err)) => tracing::error!(error = %err, "stopping the embedded PostgreSQL failed"),
-                Err(err) => tracing::error!(error = %err, "stopping the embedded PostgreSQL panicked"),
+                Ok(Err(err)) => {
+                    tracing::error!(error = %err, "stopping the embedded PostgreSQL failed")
+                }
+                Err(err) => {
+                    tracing::error!(error = %err, "stopping the embedded PostgreSQL panicked")
+                }
             }
         }
     }

@@ -11,7 +11,11 @@ use config::Config;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
-#[command(name = "longtx", version, about = "From a long database transaction seen in production to a reviewed fix PR")]
+#[command(
+    name = "longtx",
+    version,
+    about = "From a long database transaction seen in production to a reviewed fix PR"
+)]
 struct Cli {
     /// A longtx.toml; every key can also be set by environment.
     #[arg(long, global = true, env = "LONGTX_CONFIG")]
@@ -67,7 +71,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("LONGTX_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if std::env::var("LONGTX_LOG_FORMAT").is_ok_and(|f| f == "json") {
         builder.json().init();
     } else {

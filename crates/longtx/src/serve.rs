@@ -39,7 +39,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         WebhookAuth::new(config.webhook_token.clone()),
         ignore_list,
     );
-    let retention = tokio::spawn(purge_old_alert_events(db.store.clone(), config.alert_retention));
+    let retention = tokio::spawn(purge_old_alert_events(
+        db.store.clone(),
+        config.alert_retention,
+    ));
 
     tracing::info!(listen = %config.listen, auth = config.webhook_token.is_some(), "longtx is serving");
     let served = axum::serve(listener, longtx_http::router(state))
@@ -54,7 +57,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
 fn load_ignore_list(path: &Path) -> anyhow::Result<IgnoreList> {
     match std::fs::read_to_string(path) {
         Ok(text) => {
-            let list = IgnoreList::parse(&text).with_context(|| format!("ignore list {}", path.display()))?;
+            let list = IgnoreList::parse(&text)
+                .with_context(|| format!("ignore list {}", path.display()))?;
             tracing::info!(path = %path.display(), entries = list.entries().len(), "ignore list loaded");
             Ok(list)
         }

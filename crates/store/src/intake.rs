@@ -43,8 +43,10 @@ const MAX_LINKS_PER_JOB: i32 = 20;
 const MAX_TABLES_PER_JOB: i32 = 50;
 
 /// Joins the active job of the source, or creates one unless a job of that
-/// source ended less than `cooldown` ago. The partial unique index makes the
-/// insert-or-update atomic across concurrent requests and replicas.
+/// source ended less than `cooldown` ago, and appends the alert event: one
+/// statement, so a lone alert costs one round trip and is atomic without an
+/// explicit transaction. The partial unique index makes the insert-or-update
+/// atomic across concurrent requests and replicas.
 const ENQUEUE_SQL: &str = r#"
 WITH cooling AS (
     SELECT id FROM jobs
@@ -77,10 +79,20 @@ upsert AS (
         last_seen_at = GREATEST(jobs.last_seen_at, EXCLUDED.last_seen_at),
         updated_at = now()
     RETURNING id, (xmax = 0) AS created
+),
+decided AS (
+    SELECT id, created, NULL::text AS detail FROM upsert
+    UNION ALL
+    SELECT id, false, format('job %s for this source ended less than the cooldown ago', id) FROM cooling
+),
+event AS (
+    INSERT INTO alert_events
+        (origin, query_source, table_name, duration_seconds, outcome, detail, job_id, raw_payload)
+    SELECT $8::text, $1::text, $9::text, $3::float8,
+           CASE WHEN created THEN 'created' ELSE 'deduped' END, detail, id, $10::jsonb
+    FROM decided
 )
-SELECT id, created, false AS cooling FROM upsert
-UNION ALL
-SELECT id, false, true FROM cooling
+SELECT id, created, detail FROM decided
 "#;
 
 const INSERT_EVENTS_SQL: &str = r#"
@@ -92,9 +104,10 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::te
 "#;
 
 impl Store {
-    /// Records a batch in one short transaction. Enqueues run in
-    /// `query_source` order so that two concurrent batches naming the same
-    /// sources lock their rows in the same order and cannot deadlock.
+    /// Records a batch atomically. A lone alert is one statement; a batch is
+    /// one short transaction in which enqueues run in `query_source` order,
+    /// so that two concurrent batches naming the same sources lock their
+    /// rows in the same order and cannot deadlock.
     pub async fn record_alerts(
         &self,
         records: &[IntakeRecord],
@@ -115,18 +128,28 @@ impl Store {
             .filter(|&i| records[i].action == IntakeAction::Enqueue)
             .collect();
         enqueue_order.sort_by(|&a, &b| records[a].query_source.cmp(&records[b].query_source));
+        let known: Vec<usize> = (0..records.len())
+            .filter(|&i| outcomes[i].is_some())
+            .collect();
 
-        let mut tx = self.pool().begin().await?;
-        for i in enqueue_order {
-            outcomes[i] = Some(enqueue(&mut tx, &records[i], cooldown).await?);
+        if records.len() == 1 {
+            let mut conn = self.pool().acquire().await?;
+            match enqueue_order.first() {
+                Some(&i) => outcomes[i] = Some(enqueue(&mut conn, &records[i], cooldown).await?),
+                None => insert_known_events(&mut conn, records, &outcomes, &known).await?,
+            }
+        } else if !records.is_empty() {
+            let mut tx = self.pool().begin().await?;
+            for &i in &enqueue_order {
+                outcomes[i] = Some(enqueue(&mut tx, &records[i], cooldown).await?);
+            }
+            insert_known_events(&mut tx, records, &outcomes, &known).await?;
+            tx.commit().await?;
         }
-        let outcomes: Vec<RecordedOutcome> = outcomes
+        Ok(outcomes
             .into_iter()
             .map(|o| o.expect("every record has an outcome"))
-            .collect();
-        insert_events(&mut tx, records, &outcomes).await?;
-        tx.commit().await?;
-        Ok(outcomes)
+            .collect())
     }
 }
 
@@ -149,42 +172,55 @@ async fn enqueue(
         .bind(cooldown.as_secs_f64())
         .bind(MAX_TABLES_PER_JOB)
         .bind(MAX_LINKS_PER_JOB)
+        .bind(record.origin.as_str())
+        .bind(record.table.as_deref())
+        .bind(&record.raw_payload)
         .fetch_one(&mut *conn)
         .await?;
-    let job_id: i64 = row.try_get("id")?;
     let created: bool = row.try_get("created")?;
-    let cooling: bool = row.try_get("cooling")?;
     Ok(RecordedOutcome {
         outcome: if created {
             Outcome::Created
         } else {
             Outcome::Deduped
         },
-        job_id: Some(job_id),
-        detail: cooling.then(|| {
-            format!("job {job_id} for this source ended less than the cooldown ago")
-        }),
+        job_id: Some(row.try_get("id")?),
+        detail: row.try_get("detail")?,
     })
 }
 
-async fn insert_events(
+/// The audit rows of alerts whose outcome was known without a job.
+async fn insert_known_events(
     conn: &mut PgConnection,
     records: &[IntakeRecord],
-    outcomes: &[RecordedOutcome],
+    outcomes: &[Option<RecordedOutcome>],
+    known: &[usize],
 ) -> Result<(), StoreError> {
-    if records.is_empty() {
+    if known.is_empty() {
         return Ok(());
     }
-    let column = |f: &dyn Fn(&IntakeRecord) -> Option<String>| records.iter().map(f).collect::<Vec<_>>();
+    let rows = || {
+        known
+            .iter()
+            .map(|&i| (&records[i], outcomes[i].as_ref().expect("known outcome")))
+    };
     sqlx::query(INSERT_EVENTS_SQL)
-        .bind(column(&|r| Some(r.origin.as_str().to_owned())))
-        .bind(column(&|r| r.query_source.clone()))
-        .bind(column(&|r| r.table.clone()))
-        .bind(records.iter().map(|r| r.duration_seconds).collect::<Vec<_>>())
-        .bind(outcomes.iter().map(|o| o.outcome.as_str()).collect::<Vec<_>>())
-        .bind(outcomes.iter().map(|o| o.detail.clone()).collect::<Vec<_>>())
-        .bind(outcomes.iter().map(|o| o.job_id).collect::<Vec<_>>())
-        .bind(column(&|r| Some(r.raw_payload.clone())))
+        .bind(rows().map(|(r, _)| r.origin.as_str()).collect::<Vec<_>>())
+        .bind(
+            rows()
+                .map(|(r, _)| r.query_source.as_deref())
+                .collect::<Vec<_>>(),
+        )
+        .bind(rows().map(|(r, _)| r.table.as_deref()).collect::<Vec<_>>())
+        .bind(rows().map(|(r, _)| r.duration_seconds).collect::<Vec<_>>())
+        .bind(rows().map(|(_, o)| o.outcome.as_str()).collect::<Vec<_>>())
+        .bind(rows().map(|(_, o)| o.detail.as_deref()).collect::<Vec<_>>())
+        .bind(rows().map(|(_, o)| o.job_id).collect::<Vec<_>>())
+        .bind(
+            rows()
+                .map(|(r, _)| r.raw_payload.as_str())
+                .collect::<Vec<_>>(),
+        )
         .execute(&mut *conn)
         .await?;
     Ok(())

@@ -75,10 +75,11 @@ impl Store {
         event_limit: i64,
     ) -> Result<Option<(JobRow, Vec<AlertEventRow>)>, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        let job = sqlx::query_as::<_, JobRow>(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(&mut *conn)
-            .await?;
+        let job =
+            sqlx::query_as::<_, JobRow>(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+                .bind(id)
+                .fetch_optional(&mut *conn)
+                .await?;
         let Some(job) = job else { return Ok(None) };
         let events = sqlx::query_as::<_, AlertEventRow>(
             "SELECT id, received_at, origin, query_source, table_name, duration_seconds, outcome, \

@@ -12,6 +12,7 @@ mod pool;
 pub use intake::{IntakeAction, IntakeRecord, RecordedOutcome};
 pub use jobs::{AlertEventRow, JobFilter, JobRow};
 pub use pool::{PoolSettings, Store};
+pub use sqlx::postgres::PgConnectOptions;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -57,6 +57,12 @@ impl Store {
         Ok(())
     }
 
+    /// Flushes dirty buffers now (benchmarks, between phases). Superuser only.
+    pub async fn checkpoint(&self) -> Result<(), StoreError> {
+        sqlx::query("CHECKPOINT").execute(&self.pool).await?;
+        Ok(())
+    }
+
     /// Connections in use and idle, for readiness and (later) metrics.
     pub fn pool_usage(&self) -> (u32, usize) {
         (self.pool.size(), self.pool.num_idle())

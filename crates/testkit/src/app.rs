@@ -51,8 +51,15 @@ impl TestAppBuilder {
             None => TestDatabase::create().await,
         };
         let store = db.store(&self.pool);
-        let state = AppState::new(store.clone(), self.policy, WebhookAuth::new(self.token), self.ignore_list);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("binding a loopback port");
+        let state = AppState::new(
+            store.clone(),
+            self.policy,
+            WebhookAuth::new(self.token),
+            self.ignore_list,
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("binding a loopback port");
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(async move {
@@ -115,7 +122,12 @@ impl TestApp {
     }
 
     pub async fn get_json(&self, path: &str) -> (reqwest::StatusCode, serde_json::Value) {
-        let response = self.client.get(self.url(path)).send().await.expect("request reaches the app");
+        let response = self
+            .client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request reaches the app");
         let status = response.status();
         (status, response.json().await.expect("a JSON response"))
     }

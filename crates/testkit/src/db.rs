@@ -21,18 +21,25 @@ fn server() -> PgConnectOptions {
     SERVER
         .get_or_init(|| {
             if let Ok(url) = std::env::var("LONGTX_TEST_DATABASE_URL") {
-                return PgConnectOptions::from_str(&url).expect("LONGTX_TEST_DATABASE_URL is a postgres URL");
+                return PgConnectOptions::from_str(&url)
+                    .expect("LONGTX_TEST_DATABASE_URL is a postgres URL");
             }
             let euid = unsafe { libc::geteuid() };
             let root = std::env::temp_dir().join(format!("longtx-test-pg-{euid}"));
             // Durability is worthless for throwaway test data; speed is not.
             let options = ClusterOptions {
-                settings: [("fsync", "off"), ("synchronous_commit", "off"), ("full_page_writes", "off"), ("max_connections", "400")]
-                    .into_iter()
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                    .collect(),
+                settings: [
+                    ("fsync", "off"),
+                    ("synchronous_commit", "off"),
+                    ("full_page_writes", "off"),
+                    ("max_connections", "400"),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
             };
-            let pg = EmbeddedPostgres::start(&root, &options).unwrap_or_else(|e| panic!("test PostgreSQL: {e}"));
+            let pg = EmbeddedPostgres::start(&root, &options)
+                .unwrap_or_else(|e| panic!("test PostgreSQL: {e}"));
             PgConnectOptions::new()
                 .host(&pg.socket_dir().display().to_string())
                 .port(pg.port())
@@ -43,8 +50,17 @@ fn server() -> PgConnectOptions {
 }
 
 impl TestDatabase {
+    /// A fresh database on the shared test server.
     pub async fn create() -> TestDatabase {
-        let server = tokio::task::spawn_blocking(server).await.expect("starting the test server");
+        let server = tokio::task::spawn_blocking(server)
+            .await
+            .expect("starting the test server");
+        Self::create_on(server).await
+    }
+
+    /// A fresh database on another server (benchmarks use one with the
+    /// default durability settings, unlike the test server).
+    pub async fn create_on(server: PgConnectOptions) -> TestDatabase {
         let name = format!(
             "longtx_test_{}_{}_{}",
             std::process::id(),
@@ -69,7 +85,10 @@ impl TestDatabase {
             options: server.database(&name),
             name,
         };
-        db.store(&PoolSettings::default()).migrate().await.expect("migrating the test database");
+        db.store(&PoolSettings::default())
+            .migrate()
+            .await
+            .expect("migrating the test database");
         db
     }
 
@@ -80,6 +99,9 @@ impl TestDatabase {
 
     /// A single connection for assertions that read tables directly.
     pub async fn connect(&self) -> sqlx::PgConnection {
-        self.options.connect().await.expect("connecting to the test database")
+        self.options
+            .connect()
+            .await
+            .expect("connecting to the test database")
     }
 }

@@ -13,12 +13,14 @@ pub mod payloads;
 
 pub use app::{TestApp, TestAppBuilder};
 pub use db::TestDatabase;
-/// Re-exported so tests can read tables without their own dependency.
-pub use sqlx;
 /// Runs futures concurrently on the current task and collects their outputs.
 pub use futures_util::future::join_all;
+/// Re-exported so tests can read tables without their own dependency.
+pub use sqlx;
 
 /// The path of a file under this crate's `fixtures/`.
 pub fn fixture(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
 }

@@ -56,7 +56,10 @@ impl AmAlert {
     }
 
     fn to_json(&self) -> Value {
-        let fingerprint = format!("{:016x}", fnv(&Value::Object(self.labels.clone()).to_string()));
+        let fingerprint = format!(
+            "{:016x}",
+            fnv(&Value::Object(self.labels.clone()).to_string())
+        );
         let resolved = self.status == "resolved";
         json!({
             "status": self.status,
@@ -162,5 +165,7 @@ impl DdWebhook {
 }
 
 fn fnv(text: &str) -> u64 {
-    text.bytes().fold(0xcbf29ce484222325, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+    text.bytes().fold(0xcbf29ce484222325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
 }
