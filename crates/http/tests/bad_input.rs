@@ -44,76 +44,91 @@ async fn still_serving(app: &TestApp) {
     assert_eq!(status, 200, "service still accepts good alerts: {body}");
 }
 
+/// Posts a body that must be refused with `status` and `error`; returns the
+/// error body for further checks.
+async fn refused(
+    app: &TestApp,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+    status: u16,
+    error: &str,
+) -> Value {
+    let (got, body) = raw_post(app, path, content_type, body, Some("Bearer t0ken")).await;
+    assert_eq!(
+        (got, body["error"].as_str()),
+        (status, Some(error)),
+        "{body}"
+    );
+    assert!(
+        body["detail"].as_str().is_some_and(|d| !d.is_empty()),
+        "a detail names the problem: {body}"
+    );
+    body
+}
+
 #[tokio::test]
 async fn malformed_json_wrong_type_and_huge_bodies_are_refused() {
     let app = TestApp::builder().token("t0ken").spawn().await;
-    let auth = Some("Bearer t0ken");
+    let json = "application/json";
 
-    let (status, body) = raw_post(
+    let body = refused(
         &app,
         "/webhooks/alertmanager",
-        "application/json",
+        json,
         b"{\"alerts\": [".to_vec(),
-        auth,
+        400,
+        "invalid_body",
     )
     .await;
-    assert_eq!(
-        (status, body["error"].as_str()),
-        (400, Some("invalid_body"))
-    );
     assert!(
         body["detail"].as_str().unwrap().contains("not valid JSON"),
         "{body}"
     );
-
-    let (status, body) = raw_post(
+    refused(
         &app,
         "/webhooks/datadog",
-        "application/json",
+        json,
         b"[1, 2]".to_vec(),
-        auth,
+        400,
+        "invalid_body",
     )
     .await;
-    assert_eq!(
-        (status, body["error"].as_str()),
-        (400, Some("invalid_body"))
-    );
-
-    let (status, body) = raw_post(
+    refused(
         &app,
         "/webhooks/alertmanager",
         "text/plain",
         valid_body(),
-        auth,
+        415,
+        "unsupported_media_type",
     )
     .await;
-    assert_eq!(
-        (status, body["error"].as_str()),
-        (415, Some("unsupported_media_type"))
-    );
 
     let mut huge = b"{\"alerts\": [], \"padding\": \"".to_vec();
     huge.extend(std::iter::repeat_n(b'x', longtx_http::MAX_BODY_BYTES + 10));
     huge.extend(b"\"}");
-    let (status, body) = raw_post(
+    refused(
         &app,
         "/webhooks/alertmanager",
-        "application/json",
+        json,
         huge,
-        auth,
+        413,
+        "body_too_large",
     )
     .await;
-    assert_eq!(
-        (status, body["error"].as_str()),
-        (413, Some("body_too_large"))
-    );
 
     let v3 = serde_json::json!({"version": "3", "alerts": []})
         .to_string()
         .into_bytes();
-    let (status, body) =
-        raw_post(&app, "/webhooks/alertmanager", "application/json", v3, auth).await;
-    assert_eq!(status, 400);
+    let body = refused(
+        &app,
+        "/webhooks/alertmanager",
+        json,
+        v3,
+        400,
+        "invalid_body",
+    )
+    .await;
     assert!(
         body["detail"].as_str().unwrap().contains("version"),
         "{body}"
