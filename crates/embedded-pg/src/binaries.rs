@@ -78,8 +78,15 @@ mod tests {
 
     #[test]
     fn nothing_found_says_what_to_install() {
-        let err = locate_in(vec![PathBuf::from("/nonexistent")], Path::new("/nonexistent")).unwrap_err();
+        let err = locate_in(
+            vec![PathBuf::from("/nonexistent")],
+            Path::new("/nonexistent"),
+        )
+        .unwrap_err();
         let message = err.to_string();
-        assert!(message.contains("apt-get install postgresql") && message.contains("DATABASE_URL"), "{message}");
+        assert!(
+            message.contains("apt-get install postgresql") && message.contains("DATABASE_URL"),
+            "{message}"
+        );
     }
 }

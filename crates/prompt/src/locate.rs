@@ -1,0 +1,374 @@
+//! Where a `query_source` most likely lives in a Rails checkout.
+//!
+//! - `admin/users#update` → `app/controllers/admin/users_controller.rb`, `def update`
+//! - `Billing::SyncWorker` → `app/{workers,sidekiq,jobs}/billing/sync_worker.rb`, `def perform`
+//! - `rake:ns:task` → the `task` inside `namespace :ns` in `lib/tasks/**/*.rake`
+//!
+//! File names follow Zeitwerk (`underscore` per constant segment, acronyms
+//! included); when the conventional path does not exist, the class
+//! declaration is searched for instead. Every candidate says why it was chosen.
+
+use longtx_core::query_logs::{controller_path, underscore};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// One place in the code the transaction may come from.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Candidate {
+    /// Relative to the checkout's root.
+    pub path: String,
+    /// 1-based line of the method or task, when found.
+    pub line: Option<usize>,
+    pub reason: String,
+    /// The method or task block, when found.
+    pub excerpt: Option<String>,
+    /// The whole file, for ranking; not shown in the prompt.
+    #[serde(skip)]
+    pub file_text: String,
+}
+
+const WORKER_DIRS: [&str; 3] = ["app/workers", "app/sidekiq", "app/jobs"];
+const MAX_EXCERPT_LINES: usize = 120;
+/// Files bigger than this are not read (generated code, fixtures).
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// What kind of code path a `query_source` names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SourceKind {
+    Controller { path: String, action: String },
+    Worker { class: String },
+    Rake { task: Vec<String> },
+    Unknown,
+}
+
+pub fn classify(query_source: &str) -> SourceKind {
+    let s = query_source.trim();
+    if s.is_empty() || s == "unknown" {
+        return SourceKind::Unknown;
+    }
+    if let Some(task) = s.strip_prefix("rake:") {
+        return SourceKind::Rake {
+            task: task.split(':').map(str::to_owned).collect(),
+        };
+    }
+    if let Some((controller, action)) = s.split_once('#') {
+        return SourceKind::Controller {
+            path: controller_path(controller),
+            action: action.to_owned(),
+        };
+    }
+    SourceKind::Worker {
+        class: s.to_owned(),
+    }
+}
+
+/// Candidates for `query_source` in the checkout at `repo`, best first.
+/// An empty list means nothing was found; [`explain_none`] says why.
+pub fn locate(repo: &Path, query_source: &str) -> Vec<Candidate> {
+    match classify(query_source) {
+        SourceKind::Controller { path, action } => locate_controller(repo, &path, &action),
+        SourceKind::Worker { class } => locate_worker(repo, &class),
+        SourceKind::Rake { task } => locate_rake(repo, &task),
+        SourceKind::Unknown => Vec::new(),
+    }
+}
+
+/// A plain sentence for the prompt when [`locate`] found nothing.
+pub fn explain_none(query_source: &str) -> String {
+    match classify(query_source) {
+        SourceKind::Controller { path, action } => format!(
+            "No controller was found for {query_source}: expected app/controllers/{path}_controller.rb with `def {action}`. Search the code for the action."
+        ),
+        SourceKind::Worker { class } => format!(
+            "No worker or job was found for {class} under app/workers, app/sidekiq or app/jobs. Search the code for `class {}`.",
+            class.rsplit("::").next().unwrap_or(&class)
+        ),
+        SourceKind::Rake { task } => format!(
+            "No rake task {} was found in lib/tasks/**/*.rake.",
+            task.join(":")
+        ),
+        SourceKind::Unknown => "The query_source is unknown: the statement carried no Query Logs comment, so the code path must be found from the tables and traces.".into(),
+    }
+}
+
+fn locate_controller(repo: &Path, path: &str, action: &str) -> Vec<Candidate> {
+    let relative = format!("app/controllers/{path}_controller.rb");
+    let Some(text) = read_small(&repo.join(&relative)) else {
+        return Vec::new();
+    };
+    let method = find_def(&text, action);
+    vec![Candidate {
+        path: relative,
+        line: method.as_ref().map(|(line, _)| *line),
+        reason: match method {
+            Some(_) => format!("controller for {path} (Rails naming), action method `{action}`"),
+            None => format!("controller for {path} (Rails naming); `def {action}` is not in this file (a concern or a parent class may define it)"),
+        },
+        excerpt: method.map(|(_, excerpt)| excerpt),
+        file_text: text,
+    }]
+}
+
+fn locate_worker(repo: &Path, class: &str) -> Vec<Candidate> {
+    let file_stem: String = class
+        .split("::")
+        .map(underscore)
+        .collect::<Vec<_>>()
+        .join("/");
+    let mut found = Vec::new();
+    for dir in WORKER_DIRS {
+        let relative = format!("{dir}/{file_stem}.rb");
+        if let Some(text) = read_small(&repo.join(&relative)) {
+            found.push(worker_candidate(
+                relative,
+                text,
+                format!("{class} by Zeitwerk naming"),
+            ));
+        }
+    }
+    if found.is_empty() {
+        // Custom inflections (`OAuth2` → `oauth2`) break the conventional
+        // path: look for the class declaration itself.
+        let last = class.rsplit("::").next().unwrap_or(class);
+        let declaration = format!("class {last}");
+        for dir in WORKER_DIRS {
+            for file in ruby_files(&repo.join(dir), "rb") {
+                let Some(text) = read_small(&file) else {
+                    continue;
+                };
+                let declares = text.lines().any(|l| {
+                    let l = l.trim_start();
+                    l.strip_prefix(&declaration)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '<', ';']))
+                });
+                if declares {
+                    let relative = relative_to(repo, &file);
+                    found.push(worker_candidate(
+                        relative,
+                        text,
+                        format!("declares `class {last}`"),
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+fn worker_candidate(path: String, text: String, why: String) -> Candidate {
+    let method = find_def(&text, "perform");
+    Candidate {
+        path,
+        line: method.as_ref().map(|(line, _)| *line),
+        reason: match method {
+            Some(_) => format!("{why}, method `perform`"),
+            None => format!("{why}; no `def perform` in this file"),
+        },
+        excerpt: method.map(|(_, excerpt)| excerpt),
+        file_text: text,
+    }
+}
+
+fn locate_rake(repo: &Path, task: &[String]) -> Vec<Candidate> {
+    let mut found = Vec::new();
+    for file in ruby_files(&repo.join("lib/tasks"), "rake") {
+        let Some(text) = read_small(&file) else {
+            continue;
+        };
+        if let Some(line) = find_rake_task(&text, task) {
+            found.push(Candidate {
+                path: relative_to(repo, &file),
+                line: Some(line),
+                reason: format!("defines rake task {}", task.join(":")),
+                excerpt: Some(block_from(&text, line)),
+                file_text: text,
+            });
+        }
+    }
+    found
+}
+
+/// The 1-based line of `task` inside its nested `namespace` blocks.
+fn find_rake_task(text: &str, task: &[String]) -> Option<usize> {
+    let (name, namespaces) = task.split_last()?;
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let indent = line.len() - line.trim_start().len();
+        let code = line.trim();
+        if code == "end" || code.starts_with("end ") {
+            if stack
+                .last()
+                .is_some_and(|(ns_indent, _)| *ns_indent == indent)
+            {
+                stack.pop();
+            }
+            continue;
+        }
+        if let Some(ns) = code.strip_prefix("namespace ").and_then(symbol_name) {
+            stack.push((indent, ns));
+            continue;
+        }
+        if let Some(defined) = code.strip_prefix("task ").and_then(symbol_name) {
+            let path: Vec<&str> = stack.iter().map(|(_, n)| n.as_str()).collect();
+            if defined == *name && path == namespaces.iter().map(String::as_str).collect::<Vec<_>>()
+            {
+                return Some(i + 1);
+            }
+        }
+    }
+    None
+}
+
+/// `:name`, `name:`, `"name"`, `'name'` at the start of `rest`.
+fn symbol_name(rest: &str) -> Option<String> {
+    let rest = rest.trim_start_matches('(').trim();
+    let (body, terminators): (&str, &[char]) = if let Some(r) = rest.strip_prefix(':') {
+        (r, &[' ', ',', '=', ')'])
+    } else if let Some(r) = rest.strip_prefix('"') {
+        (r, &['"'])
+    } else if let Some(r) = rest.strip_prefix('\'') {
+        (r, &['\''])
+    } else {
+        // `task name: :environment`
+        (rest, &[':', ' ', ','])
+    };
+    let name: String = body
+        .chars()
+        .take_while(|c| !terminators.contains(c))
+        .collect();
+    (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some(name)
+}
+
+/// The line of `def name` (also `def self.name`) and its body.
+fn find_def(text: &str, name: &str) -> Option<(usize, String)> {
+    text.lines().enumerate().find_map(|(i, line)| {
+        let code = line.trim_start();
+        let rest = code.strip_prefix("def ")?;
+        let rest = rest.strip_prefix("self.").unwrap_or(rest);
+        let after = rest.strip_prefix(name)?;
+        let whole_word = after.is_empty() || after.starts_with(['(', ' ', ';']);
+        whole_word.then(|| (i + 1, block_from(text, i + 1)))
+    })
+}
+
+/// From the 1-based `start` line to the `end` at the same indentation.
+fn block_from(text: &str, start: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let first = lines[start - 1];
+    let indent = first.len() - first.trim_start().len();
+    let mut end = (start - 1 + MAX_EXCERPT_LINES).min(lines.len());
+    for (i, line) in lines.iter().enumerate().skip(start) {
+        let this_indent = line.len() - line.trim_start().len();
+        if this_indent == indent && line.trim() == "end" {
+            end = (i + 1).min(start - 1 + MAX_EXCERPT_LINES);
+            break;
+        }
+    }
+    lines[start - 1..end].join("\n")
+}
+
+fn read_small(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
+}
+
+/// Files with extension `ext` below `dir`, sorted, not following links.
+fn ruby_files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&current) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                pending.push(path);
+            } else if kind.is_file() && path.extension().is_some_and(|e| e == ext) {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn relative_to(repo: &Path, file: &Path) -> String {
+    file.strip_prefix(repo)
+        .unwrap_or(file)
+        .display()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification_of_the_four_forms() {
+        assert_eq!(
+            classify("admin/users#update"),
+            SourceKind::Controller {
+                path: "admin/users".into(),
+                action: "update".into()
+            }
+        );
+        assert_eq!(
+            classify("Admin::UsersController#update"),
+            SourceKind::Controller {
+                path: "admin/users".into(),
+                action: "update".into()
+            }
+        );
+        assert_eq!(
+            classify("Billing::SyncWorker"),
+            SourceKind::Worker {
+                class: "Billing::SyncWorker".into()
+            }
+        );
+        assert_eq!(
+            classify("rake:db:seed"),
+            SourceKind::Rake {
+                task: vec!["db".into(), "seed".into()]
+            }
+        );
+        assert_eq!(classify("unknown"), SourceKind::Unknown);
+    }
+
+    #[test]
+    fn rake_tasks_in_nested_namespaces() {
+        let text = "namespace :billing do\n  desc 'x'\n  task sync: :environment do\n    Sync.run\n  end\n\n  namespace :invoices do\n    task :resend => :environment do\n      Invoice.resend\n    end\n  end\nend\ntask \"top\" do\nend\n";
+        assert_eq!(
+            find_rake_task(text, &["billing".into(), "sync".into()]),
+            Some(3)
+        );
+        assert_eq!(
+            find_rake_task(
+                text,
+                &["billing".into(), "invoices".into(), "resend".into()]
+            ),
+            Some(8)
+        );
+        assert_eq!(find_rake_task(text, &["top".into()]), Some(13));
+        assert_eq!(
+            find_rake_task(text, &["sync".into()]),
+            None,
+            "namespaces must match"
+        );
+    }
+
+    #[test]
+    fn method_blocks_end_at_their_own_end() {
+        let text = "class A\n  def update\n    if x\n      y\n    end\n  end\n\n  def updated\n  end\nend\n";
+        let (line, excerpt) = find_def(text, "update").unwrap();
+        assert_eq!(line, 2);
+        assert_eq!(excerpt, "  def update\n    if x\n      y\n    end\n  end");
+        assert_eq!(find_def(text, "updat"), None);
+    }
+}

@@ -1,0 +1,299 @@
+//! Filling the tera template with a job's facts, its code candidates and
+//! the ranked patterns, inside a size budget.
+
+use crate::locate::{explain_none, Candidate};
+use crate::sanitize::clean;
+use longtx_catalog::{rank, Catalogue, Evidence, Pattern};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// The prompt's size budget unless configured: 48 KiB.
+pub const DEFAULT_BUDGET_BYTES: usize = 48 * 1024;
+/// (patterns shown in full, excerpt cap in characters), tried in turn until
+/// the prompt fits: three patterns in full when the budget allows, the rest
+/// as an index.
+const ATTEMPTS: [(usize, usize); 6] = [
+    (3, 8000),
+    (2, 8000),
+    (1, 8000),
+    (0, 8000),
+    (0, 2000),
+    (0, 400),
+];
+const HARD_CUT_NOTICE: &str = "\n\n[longtx: the prompt was cut here to fit its size budget]\n";
+
+/// What the prompt says about the job. Built from the job row, or from the
+/// command line for `longtx prompt`.
+#[derive(Debug, Clone, Default)]
+pub struct JobFacts {
+    pub id: Option<i64>,
+    pub query_source: String,
+    pub tables: Vec<String>,
+    pub max_duration_seconds: Option<f64>,
+    pub alert_count: i64,
+    pub first_seen_at: Option<String>,
+    pub last_seen_at: Option<String>,
+    pub threshold_seconds: f64,
+    pub alert_links: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RenderedPrompt {
+    pub text: String,
+    /// `patterns sha256:… template sha256:…`: what it was made from.
+    pub revision: String,
+    /// The SHA-256 of `text`, hex, for the workflow to check what it fetched.
+    pub sha256: String,
+    /// What had to give way to the budget, if anything.
+    pub truncation: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    #[error("the prompt template does not parse: {0}")]
+    Template(String),
+    #[error("the prompt template failed to render: {0}")]
+    Render(String),
+}
+
+/// A compiled template; render many prompts with one.
+pub struct PromptRenderer {
+    tera: tera::Tera,
+    template_revision: String,
+    budget: usize,
+}
+
+const TEMPLATE_NAME: &str = "prompt.md";
+
+#[derive(Serialize)]
+struct Context<'a> {
+    job: JobView,
+    candidates: Vec<CandidateView>,
+    no_candidates: Option<String>,
+    full_patterns: Vec<PatternView<'a>>,
+    index_patterns: Vec<PatternView<'a>>,
+    catalogue_revision: &'a str,
+    truncation_note: Option<String>,
+}
+
+#[derive(Serialize)]
+struct JobView {
+    id: Option<i64>,
+    query_source: String,
+    tables: Vec<String>,
+    max_duration_seconds: Option<f64>,
+    alert_count: i64,
+    first_seen_at: Option<String>,
+    last_seen_at: Option<String>,
+    threshold_seconds: f64,
+    alert_links: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct CandidateView {
+    path: String,
+    line: Option<usize>,
+    reason: String,
+    excerpt: Option<String>,
+    /// A code fence longer than any backtick run in the excerpt.
+    fence: String,
+}
+
+#[derive(Serialize)]
+struct PatternView<'a> {
+    id: &'a str,
+    title: &'a str,
+    score: u32,
+    matched: Vec<String>,
+    body: &'a str,
+}
+
+impl PromptRenderer {
+    /// Compiles `template` (the text of `_prompt.md.tera`). A syntax error
+    /// is returned, never panicked on: the service records it on the job.
+    pub fn new(template: &str, budget: usize) -> Result<Self, PromptError> {
+        let mut tera = tera::Tera::default();
+        // A `.md` name: tera escapes HTML only for html/xml templates.
+        tera.add_raw_template(TEMPLATE_NAME, template)
+            .map_err(|e| PromptError::Template(error_chain(&e)))?;
+        Ok(PromptRenderer {
+            tera,
+            template_revision: short_sha256(template.as_bytes()),
+            budget,
+        })
+    }
+
+    pub fn render(
+        &self,
+        job: &JobFacts,
+        candidates: &[Candidate],
+        catalogue: &Catalogue,
+    ) -> Result<RenderedPrompt, PromptError> {
+        let ranked = rank(&catalogue.patterns, &evidence(job, candidates));
+        let revision = format!(
+            "patterns {} template {}",
+            catalogue.revision, self.template_revision
+        );
+        // Give way in steps: fewer patterns in full, then shorter excerpts,
+        // then a hard cut. Every step is logged and said in the prompt.
+        let mut last = String::new();
+        for (attempt, (full, cap)) in ATTEMPTS.into_iter().enumerate() {
+            let note = (attempt > 0).then(|| {
+                format!(
+                    "this prompt was shortened to fit its {} KiB budget: {full} pattern(s) in full, code excerpts cut at {cap} characters",
+                    self.budget / 1024
+                )
+            });
+            last =
+                self.render_once(job, candidates, catalogue, &ranked, full, cap, note.clone())?;
+            if last.len() <= self.budget {
+                return Ok(finish(last, revision, note));
+            }
+        }
+        let cut = hard_cut(&last, self.budget);
+        let note = Some(format!(
+            "the prompt was cut at {} bytes to fit its budget",
+            cut.len()
+        ));
+        Ok(finish(cut, revision, note))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn render_once(
+        &self,
+        job: &JobFacts,
+        candidates: &[Candidate],
+        catalogue: &Catalogue,
+        ranked: &[longtx_catalog::Ranked],
+        full: usize,
+        excerpt_cap: usize,
+        truncation_note: Option<String>,
+    ) -> Result<String, PromptError> {
+        let view = |r: &longtx_catalog::Ranked| {
+            let p: &Pattern = &catalogue.patterns[r.index];
+            PatternView {
+                id: p.id(),
+                title: &p.front.title,
+                score: r.score,
+                matched: r.matched.clone(),
+                body: &p.body,
+            }
+        };
+        let context = Context {
+            job: job_view(job),
+            candidates: candidates
+                .iter()
+                .take(5)
+                .map(|c| candidate_view(c, excerpt_cap))
+                .collect(),
+            no_candidates: candidates
+                .is_empty()
+                .then(|| explain_none(&clean(&job.query_source, 256, false))),
+            full_patterns: ranked.iter().take(full).map(view).collect(),
+            index_patterns: ranked.iter().skip(full).map(view).collect(),
+            catalogue_revision: &catalogue.revision,
+            truncation_note,
+        };
+        let context = tera::Context::from_serialize(&context)
+            .map_err(|e| PromptError::Render(error_chain(&e)))?;
+        self.tera
+            .render(TEMPLATE_NAME, &context)
+            .map_err(|e| PromptError::Render(error_chain(&e)))
+    }
+}
+
+fn finish(text: String, revision: String, truncation: Option<String>) -> RenderedPrompt {
+    if let Some(note) = &truncation {
+        tracing::warn!(%note, "prompt shortened to fit its budget");
+    }
+    RenderedPrompt {
+        sha256: hex_sha256(text.as_bytes()),
+        text,
+        revision,
+        truncation,
+    }
+}
+
+fn hard_cut(text: &str, budget: usize) -> String {
+    let mut end = budget.saturating_sub(HARD_CUT_NOTICE.len()).min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{HARD_CUT_NOTICE}", &text[..end])
+}
+
+fn evidence(job: &JobFacts, candidates: &[Candidate]) -> Evidence {
+    Evidence {
+        excerpts: candidates
+            .iter()
+            .filter_map(|c| c.excerpt.clone())
+            .collect(),
+        files: candidates.iter().map(|c| c.file_text.clone()).collect(),
+        alert: format!("{} {}", job.query_source, job.tables.join(" ")),
+    }
+}
+
+fn job_view(job: &JobFacts) -> JobView {
+    JobView {
+        id: job.id,
+        query_source: clean(&job.query_source, 256, false),
+        tables: job
+            .tables
+            .iter()
+            .take(20)
+            .map(|t| clean(t, 128, false))
+            .collect(),
+        max_duration_seconds: job.max_duration_seconds,
+        alert_count: job.alert_count,
+        first_seen_at: job.first_seen_at.as_deref().map(|t| clean(t, 64, false)),
+        last_seen_at: job.last_seen_at.as_deref().map(|t| clean(t, 64, false)),
+        threshold_seconds: job.threshold_seconds,
+        alert_links: job
+            .alert_links
+            .iter()
+            .take(5)
+            .map(|l| clean(l, 2048, false))
+            .collect(),
+    }
+}
+
+fn candidate_view(candidate: &Candidate, excerpt_cap: usize) -> CandidateView {
+    let excerpt = candidate
+        .excerpt
+        .as_deref()
+        .map(|e| clean(e, excerpt_cap, true));
+    let longest_run = excerpt.as_deref().map(longest_backtick_run).unwrap_or(0);
+    CandidateView {
+        path: clean(&candidate.path, 512, false),
+        line: candidate.line,
+        reason: clean(&candidate.reason, 512, false),
+        excerpt,
+        fence: "`".repeat(longest_run.max(2) + 1),
+    }
+}
+
+fn longest_backtick_run(text: &str) -> usize {
+    text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
+}
+
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn short_sha256(bytes: &[u8]) -> String {
+    format!("sha256:{}", &hex_sha256(bytes)[..16])
+}

@@ -1,0 +1,221 @@
+//! The prompt end to end: a small Rails-shaped tree built in the test, the
+//! shipped catalogue and template, hostile values and the size budget.
+
+use longtx_catalog::Catalogue;
+use longtx_prompt::{locate, JobFacts, PromptRenderer, DEFAULT_BUDGET_BYTES};
+use std::path::{Path, PathBuf};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn shipped_template() -> String {
+    std::fs::read_to_string(repo_root().join("patterns/_prompt.md.tera")).unwrap()
+}
+
+fn shipped_catalogue() -> Catalogue {
+    Catalogue::load(&repo_root().join("patterns")).unwrap()
+}
+
+/// A tiny Rails app: a namespaced controller, workers in two places, a job
+/// with a custom inflection, and nested rake namespaces.
+fn rails_tree(name: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("longtx-rails-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let files = [
+        (
+            "app/controllers/admin/users_controller.rb",
+            "module Admin\n  class UsersController < ApplicationController\n    def index\n    end\n\n    def update\n      @user = User.find(params[:id])\n      @user.with_lock do\n        @user.update!(user_params)\n        Faraday.post(CRM_URL, @user.to_json)\n      end\n    end\n  end\nend\n",
+        ),
+        (
+            "app/workers/billing/invoice_sync_worker.rb",
+            "module Billing\n  class InvoiceSyncWorker\n    include Sidekiq::Worker\n\n    def perform(id)\n      Invoice.transaction do\n        InvoiceMailer.sync(id).deliver_now\n      end\n    end\n  end\nend\n",
+        ),
+        (
+            "app/jobs/oauth2_refresh_job.rb",
+            "class OAuth2RefreshJob < ApplicationJob\n  def perform(account)\n    account.with_lock { account.refresh! }\n  end\nend\n",
+        ),
+        (
+            "app/sidekiq/api/html_report_worker.rb",
+            "module API\n  class HTMLReportWorker\n    def perform\n    end\n  end\nend\n",
+        ),
+        (
+            "lib/tasks/billing.rake",
+            "namespace :billing do\n  namespace :invoices do\n    desc 'Backfill'\n    task backfill: :environment do\n      Invoice.transaction do\n        Invoice.find_each { |i| i.update!(x: 1) }\n      end\n    end\n  end\nend\n",
+        ),
+    ];
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    root
+}
+
+fn facts(source: &str) -> JobFacts {
+    JobFacts {
+        id: Some(42),
+        query_source: source.into(),
+        tables: vec!["users".into()],
+        max_duration_seconds: Some(184.0),
+        alert_count: 3,
+        first_seen_at: Some("2026-12-02T09:58:15Z".into()),
+        last_seen_at: Some("2026-12-02T10:04:15Z".into()),
+        threshold_seconds: 100.0,
+        alert_links: vec!["https://app.datadoghq.com/monitors/1".into()],
+    }
+}
+
+#[test]
+fn controllers_workers_jobs_and_rake_tasks_are_found_with_reasons() {
+    let repo = rails_tree("locate");
+    let c = locate(&repo, "admin/users#update");
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].path, "app/controllers/admin/users_controller.rb");
+    assert_eq!(c[0].line, Some(6));
+    assert!(c[0].excerpt.as_deref().unwrap().contains("Faraday.post"));
+    assert!(
+        c[0].reason.contains("action method `update`"),
+        "{}",
+        c[0].reason
+    );
+
+    let w = locate(&repo, "Billing::InvoiceSyncWorker");
+    assert_eq!(w[0].path, "app/workers/billing/invoice_sync_worker.rb");
+    assert_eq!(w[0].line, Some(5));
+
+    let acronyms = locate(&repo, "API::HTMLReportWorker");
+    assert_eq!(acronyms[0].path, "app/sidekiq/api/html_report_worker.rb");
+
+    let inflected = locate(&repo, "OAuth2RefreshJob");
+    assert_eq!(inflected[0].path, "app/jobs/oauth2_refresh_job.rb");
+    assert!(inflected[0]
+        .reason
+        .contains("declares `class OAuth2RefreshJob`"));
+
+    let rake = locate(&repo, "rake:billing:invoices:backfill");
+    assert_eq!(rake[0].path, "lib/tasks/billing.rake");
+    assert_eq!(rake[0].line, Some(4));
+
+    assert!(locate(&repo, "admin/orders#update").is_empty());
+    assert!(locate(&repo, "unknown").is_empty());
+}
+
+#[test]
+fn the_prompt_names_the_code_and_ranks_the_fitting_pattern_first() {
+    let repo = rails_tree("render");
+    let catalogue = shipped_catalogue();
+    let renderer = PromptRenderer::new(&shipped_template(), DEFAULT_BUDGET_BYTES).unwrap();
+    let candidates = locate(&repo, "admin/users#update");
+    let prompt = renderer
+        .render(&facts("admin/users#update"), &candidates, &catalogue)
+        .unwrap();
+    let text = &prompt.text;
+    assert!(
+        text.contains("`app/controllers/admin/users_controller.rb` line 6"),
+        "{text}"
+    );
+    assert!(text.contains("Faraday.post(CRM_URL"), "{text}");
+    let first_full = text.find("Pattern `").unwrap();
+    assert!(
+        text[first_full..].starts_with("Pattern `external-http-call-in-transaction`"),
+        "{}",
+        &text[first_full..first_full + 80]
+    );
+    assert!(text.contains("Other patterns in the catalogue"));
+    assert!(text.contains("add a new file under\n   `patterns/`"));
+    assert!(prompt.truncation.is_none());
+    assert!(prompt.revision.starts_with("patterns sha256:"));
+    assert_eq!(prompt.sha256.len(), 64);
+
+    let mail = renderer
+        .render(
+            &facts("Billing::InvoiceSyncWorker"),
+            &locate(&repo, "Billing::InvoiceSyncWorker"),
+            &catalogue,
+        )
+        .unwrap();
+    let first_full = mail.text.find("Pattern `").unwrap();
+    assert!(mail.text[first_full..].starts_with("Pattern `side-effects-after-commit`"));
+}
+
+#[test]
+fn nothing_found_is_said_plainly() {
+    let renderer = PromptRenderer::new(&shipped_template(), DEFAULT_BUDGET_BYTES).unwrap();
+    let prompt = renderer
+        .render(&facts("unknown"), &[], &shipped_catalogue())
+        .unwrap();
+    assert!(
+        prompt.text.contains("The query_source is unknown"),
+        "{}",
+        prompt.text
+    );
+    let prompt = renderer
+        .render(&facts("Missing::Worker"), &[], &shipped_catalogue())
+        .unwrap();
+    assert!(prompt
+        .text
+        .contains("No worker or job was found for Missing::Worker"));
+}
+
+#[test]
+fn hostile_values_are_data_not_template_code() {
+    let renderer = PromptRenderer::new(&shipped_template(), DEFAULT_BUDGET_BYTES).unwrap();
+    let mut job = facts("{{ 7*7 }}{% for x in [1] %}loop{% endfor %}\u{1b}[2J");
+    job.tables = vec!["users\u{7}".into(), "t".repeat(500)];
+    let prompt = renderer.render(&job, &[], &shipped_catalogue()).unwrap();
+    assert!(
+        prompt
+            .text
+            .contains("`{{ 7*7 }}{% for x in [1] %}loop{% endfor %}[2J`"),
+        "{}",
+        &prompt.text[..400]
+    );
+    assert!(!prompt.text.contains("49"));
+    assert!(!prompt.text.contains('\u{1b}') && !prompt.text.contains('\u{7}'));
+    assert!(
+        !prompt.text.contains(&"t".repeat(129)),
+        "table names are capped"
+    );
+}
+
+#[test]
+fn the_budget_is_kept_and_the_truncation_said() {
+    let repo = rails_tree("budget");
+    let huge = format!(
+        "class HugeWorker\n  def perform\n{}  end\nend\n",
+        "    Net::HTTP.get(URI(url)) # filler line to make the method long\n".repeat(110)
+    );
+    std::fs::write(repo.join("app/workers/huge_worker.rb"), huge).unwrap();
+    let candidates = locate(&repo, "HugeWorker");
+    for budget in [12 * 1024, 6 * 1024, 1024] {
+        let renderer = PromptRenderer::new(&shipped_template(), budget).unwrap();
+        let prompt = renderer
+            .render(&facts("HugeWorker"), &candidates, &shipped_catalogue())
+            .unwrap();
+        assert!(
+            prompt.text.len() <= budget,
+            "{} > {budget}",
+            prompt.text.len()
+        );
+        let note = prompt.truncation.expect("the truncation is reported");
+        assert!(
+            prompt.text.contains("shortened to fit") || prompt.text.contains("cut here"),
+            "{note}"
+        );
+    }
+}
+
+#[test]
+fn a_broken_template_is_an_error_not_a_panic() {
+    let err = PromptRenderer::new("{% for x in %}", DEFAULT_BUDGET_BYTES)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("does not parse"), "{err}");
+    let renderer =
+        PromptRenderer::new("{{ job.no_such_field.deeper }}", DEFAULT_BUDGET_BYTES).unwrap();
+    let err = renderer
+        .render(&facts("X"), &[], &shipped_catalogue())
+        .unwrap_err();
+    assert!(err.to_string().contains("failed to render"), "{err}");
+}
