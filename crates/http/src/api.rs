@@ -3,7 +3,8 @@
 use crate::error::ApiError;
 use crate::state::AppState;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use longtx_core::JobState;
 use longtx_store::{AlertEventRow, JobFilter, JobRow};
@@ -59,21 +60,67 @@ pub struct JobDetail {
     alert_events: Vec<AlertEventRow>,
 }
 
+fn job_id(raw: &str) -> Result<i64, ApiError> {
+    raw.parse()
+        .map_err(|_| ApiError::bad_request("invalid_id", "a job id is a whole number"))
+}
+
 pub async fn get_job(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<JobDetail>, ApiError> {
     state.auth.check(&headers)?;
-    let id: i64 = id
-        .parse()
-        .map_err(|_| ApiError::bad_request("invalid_id", "a job id is a whole number"))?;
+    let id = job_id(&id)?;
     let (job, alert_events) = state
         .store
         .job_with_events(id, 100)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
     Ok(Json(JobDetail { job, alert_events }))
+}
+
+/// The job's prompt as markdown, with what it was made from in headers.
+/// 409 while it is not rendered yet, or when rendering failed (the detail
+/// says why: a broken template or catalogue never takes the service down).
+pub async fn get_prompt(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    state.auth.check(&headers)?;
+    let id = job_id(&id)?;
+    let stored = state
+        .store
+        .job_prompt(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
+    match (stored.prompt, stored.prompt_error) {
+        (Some(text), _) => Ok((
+            [
+                (
+                    header::CONTENT_TYPE,
+                    "text/markdown; charset=utf-8".to_owned(),
+                ),
+                (
+                    HeaderName::from_static("x-longtx-prompt-revision"),
+                    stored.prompt_revision.unwrap_or_default(),
+                ),
+                (
+                    HeaderName::from_static("x-longtx-prompt-sha256"),
+                    stored.prompt_sha256.unwrap_or_default(),
+                ),
+            ],
+            text,
+        )
+            .into_response()),
+        (None, Some(error)) => Err(ApiError::new(StatusCode::CONFLICT, "prompt_failed", error)),
+        (None, None) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "prompt_pending",
+            "the prompt is being rendered; retry in a few seconds",
+        )),
+    }
 }
 
 pub async fn healthz() -> Json<serde_json::Value> {

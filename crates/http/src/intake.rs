@@ -76,6 +76,13 @@ async fn receive(
         .store
         .record_alerts(&records, state.policy.cooldown)
         .await?;
+    // After the commit, with no connection held: the prompt is rendered in
+    // the background so intake answers at database speed.
+    if let Some(prompts) = &state.prompts {
+        for outcome in outcomes.iter().filter(|o| o.outcome == Outcome::Created) {
+            prompts.job_created(outcome.job_id.expect("a created job has an id"));
+        }
+    }
     Ok(respond(origin, &records, outcomes))
 }
 

@@ -26,6 +26,7 @@ pub fn router(state: AppState) -> Router {
         .route("/webhooks/datadog", post(intake::datadog))
         .route("/api/jobs", get(api::list_jobs))
         .route("/api/jobs/{id}", get(api::get_job))
+        .route("/api/jobs/{id}/prompt", get(api::get_prompt))
         .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz))
         .fallback(api::not_found)

@@ -1,5 +1,6 @@
 use crate::auth::WebhookAuth;
 use longtx_core::{IgnoreList, IntakePolicy};
+use longtx_pipeline::PromptQueue;
 use longtx_store::Store;
 use std::sync::{Arc, RwLock};
 
@@ -10,6 +11,8 @@ pub struct AppState {
     pub policy: Arc<IntakePolicy>,
     pub auth: Arc<WebhookAuth>,
     ignore_list: Arc<RwLock<Arc<IgnoreList>>>,
+    /// Told about every job intake creates; `None` renders no prompts.
+    pub prompts: Option<PromptQueue>,
 }
 
 impl AppState {
@@ -24,7 +27,13 @@ impl AppState {
             policy: Arc::new(policy),
             auth: Arc::new(auth),
             ignore_list: Arc::new(RwLock::new(Arc::new(ignore_list))),
+            prompts: None,
         }
+    }
+
+    pub fn with_prompts(mut self, queue: PromptQueue) -> Self {
+        self.prompts = Some(queue);
+        self
     }
 
     /// The ignore list in force now; a snapshot, so a reload mid-request

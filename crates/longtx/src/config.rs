@@ -25,6 +25,10 @@ struct FileConfig {
     db_acquire_timeout: Option<String>,
     cooldown: Option<String>,
     alert_retention: Option<String>,
+    patterns_dir: Option<PathBuf>,
+    prompt_template: Option<PathBuf>,
+    repo_path: Option<PathBuf>,
+    prompt_budget_bytes: Option<usize>,
 }
 
 #[derive(Clone)]
@@ -42,6 +46,13 @@ pub struct Config {
     pub db_acquire_timeout: Duration,
     pub cooldown: Duration,
     pub alert_retention: Duration,
+    /// The fix-pattern catalogue.
+    pub patterns_dir: PathBuf,
+    /// The prompt template; `patterns_dir/_prompt.md.tera` by default.
+    pub prompt_template: PathBuf,
+    /// A checkout of the target repository, where the code is looked up.
+    pub repo_path: Option<PathBuf>,
+    pub prompt_budget_bytes: usize,
 }
 
 /// Secrets never reach logs: Debug shows only whether they are set.
@@ -61,6 +72,10 @@ impl fmt::Debug for Config {
             .field("db_acquire_timeout", &self.db_acquire_timeout)
             .field("cooldown", &self.cooldown)
             .field("alert_retention", &self.alert_retention)
+            .field("patterns_dir", &self.patterns_dir)
+            .field("prompt_template", &self.prompt_template)
+            .field("repo_path", &self.repo_path)
+            .field("prompt_budget_bytes", &self.prompt_budget_bytes)
             .finish()
     }
 }
@@ -86,6 +101,25 @@ fn invalid(key: &'static str, message: impl fmt::Display) -> ConfigError {
 }
 
 impl Config {
+    pub fn prompt_sources(&self) -> longtx_prompt::PromptSources {
+        longtx_prompt::PromptSources {
+            patterns_dir: self.patterns_dir.clone(),
+            template: self.prompt_template.clone(),
+            repo: self.repo_path.clone(),
+            budget_bytes: self.prompt_budget_bytes,
+        }
+    }
+
+    /// The intake policy these settings describe.
+    pub fn policy(&self) -> longtx_core::IntakePolicy {
+        longtx_core::IntakePolicy {
+            threshold_seconds: self.threshold_seconds,
+            table_thresholds: self.table_thresholds.clone(),
+            exclude: self.exclude.clone(),
+            cooldown: self.cooldown,
+        }
+    }
+
     /// Reads `path` (if given) and then the environment through `env`, which
     /// tests replace with a map.
     pub fn load(
@@ -172,7 +206,36 @@ impl Config {
             parse_duration(&text).map_err(|e| invalid(key, e))
         };
 
+        let patterns_dir = var("LONGTX_PATTERNS_DIR")
+            .map(PathBuf::from)
+            .or(file.patterns_dir)
+            .unwrap_or_else(|| "patterns".into());
+        let prompt_budget_bytes = match var("LONGTX_PROMPT_BUDGET_BYTES") {
+            Some(v) => v.trim().parse().map_err(|_| {
+                invalid(
+                    "LONGTX_PROMPT_BUDGET_BYTES",
+                    format!("{v:?} is not a whole number of bytes"),
+                )
+            })?,
+            None => file.prompt_budget_bytes.unwrap_or(48 * 1024),
+        };
+        if prompt_budget_bytes < 1024 {
+            return Err(invalid(
+                "LONGTX_PROMPT_BUDGET_BYTES",
+                "must be at least 1024",
+            ));
+        }
+
         Ok(Config {
+            prompt_template: var("LONGTX_PROMPT_TEMPLATE")
+                .map(PathBuf::from)
+                .or(file.prompt_template)
+                .unwrap_or_else(|| patterns_dir.join("_prompt.md.tera")),
+            patterns_dir,
+            repo_path: var("LONGTX_REPO_PATH")
+                .map(PathBuf::from)
+                .or(file.repo_path),
+            prompt_budget_bytes,
             database_url: var("DATABASE_URL")
                 .or(file.database_url)
                 .filter(|v| !v.is_empty()),
@@ -269,6 +332,10 @@ mod tests {
         assert_eq!(c.cooldown, Duration::from_secs(7 * 86_400));
         assert_eq!(c.alert_retention, Duration::from_secs(30 * 86_400));
         assert!(c.database_url.is_none() && c.webhook_token.is_none());
+        assert_eq!(c.patterns_dir, PathBuf::from("patterns"));
+        assert_eq!(c.prompt_template, PathBuf::from("patterns/_prompt.md.tera"));
+        assert_eq!(c.prompt_budget_bytes, 48 * 1024);
+        assert!(c.repo_path.is_none());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 mod config;
 mod database;
+mod offline;
 mod serve;
 
 use anyhow::Context;
@@ -30,6 +31,36 @@ enum Command {
     Serve,
     /// Apply database migrations and exit.
     Migrate,
+    /// Work with the fix-pattern catalogue.
+    Patterns {
+        #[command(subcommand)]
+        command: PatternsCommand,
+    },
+    /// Print the prompt a job for this source would get, offline (to
+    /// preview template and catalogue edits).
+    Prompt {
+        #[arg(long)]
+        query_source: String,
+        /// A table whose metadata lock was held; repeat for several.
+        #[arg(long)]
+        table: Vec<String>,
+        /// The longest transaction seen, in seconds.
+        #[arg(long)]
+        duration: Option<f64>,
+        /// A checkout of the target repository (default LONGTX_REPO_PATH).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PatternsCommand {
+    /// Check front matter, unique ids, sections and links; print
+    /// `file:line: message` for each problem and exit 1 if there is one.
+    Lint {
+        /// The catalogue (default LONGTX_PATTERNS_DIR, `patterns`).
+        dir: Option<PathBuf>,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -49,12 +80,29 @@ fn main() -> std::process::ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::load(cli.config.as_deref(), &|name| std::env::var(name).ok())
         .context("configuration")?;
+    match cli.command {
+        Command::Patterns {
+            command: PatternsCommand::Lint { dir },
+        } => {
+            return offline::lint_patterns(&dir.unwrap_or_else(|| config.patterns_dir.clone()));
+        }
+        Command::Prompt {
+            query_source,
+            table,
+            duration,
+            repo,
+        } => {
+            return offline::print_prompt(&config, &query_source, table, duration, repo);
+        }
+        Command::Serve | Command::Migrate => {}
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     match cli.command {
         Command::Serve => runtime.block_on(serve::serve(config)),
+        Command::Patterns { .. } | Command::Prompt { .. } => unreachable!("handled above"),
         Command::Migrate => runtime.block_on(async {
             let db = database::Database::open(&config).await?;
             let result = db.store.migrate().await.context("applying migrations");

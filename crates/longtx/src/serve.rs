@@ -3,9 +3,10 @@
 use crate::config::Config;
 use crate::database::Database;
 use anyhow::{bail, Context};
-use longtx_core::{IgnoreList, IntakePolicy};
+use longtx_core::IgnoreList;
 use longtx_http::{AppState, WebhookAuth};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub async fn serve(config: Config) -> anyhow::Result<()> {
@@ -27,18 +28,19 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         db.shutdown().await;
         return Err(err).context("applying migrations");
     }
-    let policy = IntakePolicy {
-        threshold_seconds: config.threshold_seconds,
-        table_thresholds: config.table_thresholds.clone(),
-        exclude: config.exclude.clone(),
-        cooldown: config.cooldown,
-    };
+    let policy = config.policy();
+    let prompts = longtx_pipeline::spawn_prompt_worker(
+        db.store.clone(),
+        config.prompt_sources(),
+        Arc::new(policy.clone()),
+    );
     let state = AppState::new(
         db.store.clone(),
         policy,
         WebhookAuth::new(config.webhook_token.clone()),
         ignore_list,
-    );
+    )
+    .with_prompts(prompts);
     let retention = tokio::spawn(purge_old_alert_events(
         db.store.clone(),
         config.alert_retention,

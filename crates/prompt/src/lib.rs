@@ -10,5 +10,48 @@ pub mod locate;
 pub mod render;
 mod sanitize;
 
-pub use locate::{locate, Candidate};
+pub use locate::{explain_none, locate, Candidate};
 pub use render::{JobFacts, PromptError, PromptRenderer, RenderedPrompt, DEFAULT_BUDGET_BYTES};
+
+use std::path::PathBuf;
+
+const NO_CHECKOUT: &str = "No checkout of the target repository is configured (LONGTX_REPO_PATH), \
+    so no file was looked up: find the code path for the query_source from its name.";
+
+/// Where a prompt's inputs live on disk.
+#[derive(Debug, Clone)]
+pub struct PromptSources {
+    /// The catalogue, `patterns/`.
+    pub patterns_dir: PathBuf,
+    /// The template, `patterns/_prompt.md.tera` unless overridden.
+    pub template: PathBuf,
+    /// A checkout of the target repository, to find the code in.
+    pub repo: Option<PathBuf>,
+    pub budget_bytes: usize,
+}
+
+impl PromptSources {
+    /// Reads the catalogue and the template afresh (so edits apply to the
+    /// next job without a restart), finds the code, and renders. Blocking
+    /// file I/O: run it outside any database transaction, off the async
+    /// workers. Every failure comes back as one sentence for the job.
+    pub fn build(&self, job: &JobFacts) -> Result<RenderedPrompt, String> {
+        let catalogue =
+            longtx_catalog::Catalogue::load(&self.patterns_dir).map_err(|e| e.to_string())?;
+        let template = std::fs::read_to_string(&self.template).map_err(|e| {
+            format!(
+                "cannot read the prompt template {}: {e}",
+                self.template.display()
+            )
+        })?;
+        let renderer =
+            PromptRenderer::new(&template, self.budget_bytes).map_err(|e| e.to_string())?;
+        let (candidates, none_reason) = match &self.repo {
+            Some(repo) => (locate(repo, &job.query_source), None),
+            None => (Vec::new(), Some(NO_CHECKOUT)),
+        };
+        renderer
+            .render_with(job, &candidates, none_reason, &catalogue)
+            .map_err(|e| e.to_string())
+    }
+}

@@ -129,6 +129,18 @@ impl PromptRenderer {
         candidates: &[Candidate],
         catalogue: &Catalogue,
     ) -> Result<RenderedPrompt, PromptError> {
+        self.render_with(job, candidates, None, catalogue)
+    }
+
+    /// As [`render`](Self::render), with the sentence to show when there are
+    /// no candidates (default: why the usual places held nothing).
+    pub fn render_with(
+        &self,
+        job: &JobFacts,
+        candidates: &[Candidate],
+        none_reason: Option<&str>,
+        catalogue: &Catalogue,
+    ) -> Result<RenderedPrompt, PromptError> {
         let ranked = rank(&catalogue.patterns, &evidence(job, candidates));
         let revision = format!(
             "patterns {} template {}",
@@ -144,8 +156,16 @@ impl PromptRenderer {
                     self.budget / 1024
                 )
             });
-            last =
-                self.render_once(job, candidates, catalogue, &ranked, full, cap, note.clone())?;
+            last = self.render_once(
+                job,
+                candidates,
+                none_reason,
+                catalogue,
+                &ranked,
+                full,
+                cap,
+                note.clone(),
+            )?;
             if last.len() <= self.budget {
                 return Ok(finish(last, revision, note));
             }
@@ -163,6 +183,7 @@ impl PromptRenderer {
         &self,
         job: &JobFacts,
         candidates: &[Candidate],
+        none_reason: Option<&str>,
         catalogue: &Catalogue,
         ranked: &[longtx_catalog::Ranked],
         full: usize,
@@ -186,9 +207,10 @@ impl PromptRenderer {
                 .take(5)
                 .map(|c| candidate_view(c, excerpt_cap))
                 .collect(),
-            no_candidates: candidates
-                .is_empty()
-                .then(|| explain_none(&clean(&job.query_source, 256, false))),
+            no_candidates: candidates.is_empty().then(|| match none_reason {
+                Some(reason) => reason.to_owned(),
+                None => explain_none(&clean(&job.query_source, 256, false)),
+            }),
             full_patterns: ranked.iter().take(full).map(view).collect(),
             index_patterns: ranked.iter().skip(full).map(view).collect(),
             catalogue_revision: &catalogue.revision,

@@ -21,6 +21,11 @@ pub struct JobRow {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub ended_at: Option<DateTime<Utc>>,
+    pub prompt_revision: Option<String>,
+    pub prompt_sha256: Option<String>,
+    pub prompt_truncation: Option<String>,
+    pub prompt_error: Option<String>,
+    pub prompt_rendered_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -47,7 +52,8 @@ pub struct JobFilter {
 }
 
 const JOB_COLUMNS: &str = "id, query_source, state, state_reason, tables, alert_count, \
-    max_duration_seconds, alert_links, first_seen_at, last_seen_at, created_at, updated_at, ended_at";
+    max_duration_seconds, alert_links, first_seen_at, last_seen_at, created_at, updated_at, ended_at, \
+    prompt_revision, prompt_sha256, prompt_truncation, prompt_error, prompt_rendered_at";
 
 impl Store {
     pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>, StoreError> {
@@ -91,6 +97,15 @@ impl Store {
         .fetch_all(&mut *conn)
         .await?;
         Ok(Some((job, events)))
+    }
+
+    pub async fn job(&self, id: i64) -> Result<Option<JobRow>, StoreError> {
+        Ok(
+            sqlx::query_as::<_, JobRow>(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+                .bind(id)
+                .fetch_optional(self.pool())
+                .await?,
+        )
     }
 
     /// Deletes alert events older than `retention`, a batch per transaction

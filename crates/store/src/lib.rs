@@ -8,10 +8,12 @@
 mod intake;
 mod jobs;
 mod pool;
+mod prompts;
 
 pub use intake::{IntakeAction, IntakeRecord, RecordedOutcome};
 pub use jobs::{AlertEventRow, JobFilter, JobRow};
 pub use pool::{PoolSettings, Store};
+pub use prompts::StoredPrompt;
 pub use sqlx::postgres::PgConnectOptions;
 
 #[derive(Debug, thiserror::Error)]

@@ -11,9 +11,16 @@ pub struct TestAppBuilder {
     pool: PoolSettings,
     ignore_list: IgnoreList,
     database: Option<TestDatabase>,
+    prompts: Option<longtx_prompt::PromptSources>,
 }
 
 impl TestAppBuilder {
+    /// Run the prompt worker on these sources, as `longtx serve` does.
+    pub fn prompts(mut self, sources: longtx_prompt::PromptSources) -> Self {
+        self.prompts = Some(sources);
+        self
+    }
+
     pub fn token(mut self, token: &str) -> Self {
         self.token = Some(token.to_owned());
         self
@@ -51,12 +58,20 @@ impl TestAppBuilder {
             None => TestDatabase::create().await,
         };
         let store = db.store(&self.pool);
-        let state = AppState::new(
+        let policy = std::sync::Arc::new(self.policy.clone());
+        let mut state = AppState::new(
             store.clone(),
             self.policy,
             WebhookAuth::new(self.token),
             self.ignore_list,
         );
+        if let Some(sources) = self.prompts {
+            state = state.with_prompts(longtx_pipeline::spawn_prompt_worker(
+                store.clone(),
+                sources,
+                policy,
+            ));
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("binding a loopback port");
@@ -99,6 +114,7 @@ impl TestApp {
             pool: PoolSettings::default(),
             ignore_list: IgnoreList::default(),
             database: None,
+            prompts: None,
         }
     }
 
@@ -119,6 +135,38 @@ impl TestApp {
             .send()
             .await
             .expect("request reaches the app")
+    }
+
+    /// Polls a job's prompt until it is rendered or failed (at most 10 s).
+    pub async fn wait_for_prompt(&self, job_id: i64) -> reqwest::Response {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let response = self
+                .client
+                .get(self.url(&format!("/api/jobs/{job_id}/prompt")))
+                .send()
+                .await
+                .unwrap();
+            let pending = response.status() == 409
+                && response
+                    .headers()
+                    .get("content-type")
+                    .is_some_and(|v| v.to_str().unwrap_or("").contains("json"))
+                && std::time::Instant::now() < deadline;
+            if !pending {
+                return response;
+            }
+            let body: serde_json::Value = response.json().await.unwrap();
+            if body["error"] != "prompt_pending" {
+                return self
+                    .client
+                    .get(self.url(&format!("/api/jobs/{job_id}/prompt")))
+                    .send()
+                    .await
+                    .unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     pub async fn get_json(&self, path: &str) -> (reqwest::StatusCode, serde_json::Value) {

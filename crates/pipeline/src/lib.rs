@@ -1,0 +1,6 @@
+//! Background work that moves jobs along the pipeline, each step between
+//! short transactions: read the job, work with no connection held, write.
+
+mod prompts;
+
+pub use prompts::{facts_of, spawn_prompt_worker, PromptQueue};

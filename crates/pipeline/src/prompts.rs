@@ -1,0 +1,118 @@
+//! Rendering each new job's prompt.
+//!
+//! Intake hands new job ids to the worker through a bounded queue and
+//! answers at once; the worker reads the job (one short query), renders on
+//! a blocking thread with no connection held (catalogue, template and code
+//! are files), then stores the result (one short update). A sweep picks up
+//! jobs whose id was never queued (a full queue, a crash before rendering).
+
+use longtx_core::IntakePolicy;
+use longtx_prompt::{JobFacts, PromptSources};
+use longtx_store::{JobRow, Store};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Where intake sends the ids of jobs it created.
+#[derive(Debug, Clone)]
+pub struct PromptQueue {
+    sender: mpsc::Sender<i64>,
+}
+
+impl PromptQueue {
+    /// Never waits: when the queue is full, the sweep renders the job later.
+    pub fn job_created(&self, id: i64) {
+        if self.sender.try_send(id).is_err() {
+            tracing::debug!(job_id = id, "prompt queue full; the sweep will render it");
+        }
+    }
+}
+
+const QUEUE_DEPTH: usize = 1024;
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+/// Starts the worker on the current runtime and returns its queue.
+pub fn spawn_prompt_worker(
+    store: Store,
+    sources: PromptSources,
+    policy: Arc<IntakePolicy>,
+) -> PromptQueue {
+    let (sender, mut receiver) = mpsc::channel::<i64>(QUEUE_DEPTH);
+    let sources = Arc::new(sources);
+    tokio::spawn(async move {
+        let mut sweep = tokio::time::interval(SWEEP_EVERY);
+        loop {
+            tokio::select! {
+                received = receiver.recv() => match received {
+                    Some(id) => render_job(&store, &sources, &policy, id).await,
+                    None => return,
+                },
+                _ = sweep.tick() => {
+                    match store.jobs_awaiting_prompt(100).await {
+                        Ok(ids) => for id in ids { render_job(&store, &sources, &policy, id).await },
+                        Err(err) => tracing::warn!(error = %err, "listing jobs awaiting a prompt failed"),
+                    }
+                }
+            }
+        }
+    });
+    PromptQueue { sender }
+}
+
+async fn render_job(store: &Store, sources: &Arc<PromptSources>, policy: &IntakePolicy, id: i64) {
+    let job = match store.job(id).await {
+        Ok(Some(job)) if job.prompt_revision.is_none() && job.prompt_error.is_none() => job,
+        Ok(_) => return,
+        Err(err) => {
+            tracing::warn!(job_id = id, error = %err, "reading the job for its prompt failed");
+            return;
+        }
+    };
+    let span = tracing::info_span!("prompt", job_id = id, query_source = %job.query_source);
+    let _entered = span.enter();
+    let facts = facts_of(&job, policy);
+    let sources = sources.clone();
+    let rendered = tokio::task::spawn_blocking(move || sources.build(&facts)).await;
+    let saved = match rendered {
+        Ok(Ok(prompt)) => {
+            tracing::info!(bytes = prompt.text.len(), revision = %prompt.revision, "prompt rendered");
+            store
+                .save_prompt(
+                    id,
+                    &prompt.text,
+                    &prompt.revision,
+                    &prompt.sha256,
+                    prompt.truncation.as_deref(),
+                )
+                .await
+                .map(|_| ())
+        }
+        Ok(Err(message)) => {
+            tracing::error!(error = %message, "the prompt could not be rendered; the job records why");
+            store.save_prompt_error(id, &message).await
+        }
+        Err(panic) => {
+            store
+                .save_prompt_error(id, &format!("the renderer panicked: {panic}"))
+                .await
+        }
+    };
+    if let Err(err) = saved {
+        tracing::warn!(error = %err, "storing the prompt failed; the sweep will retry");
+    }
+}
+
+/// The prompt's view of a job; the threshold is the one its first table has.
+pub fn facts_of(job: &JobRow, policy: &IntakePolicy) -> JobFacts {
+    JobFacts {
+        id: Some(job.id),
+        query_source: job.query_source.clone(),
+        tables: job.tables.clone(),
+        max_duration_seconds: job.max_duration_seconds,
+        alert_count: job.alert_count.into(),
+        first_seen_at: Some(job.first_seen_at.to_rfc3339()),
+        last_seen_at: Some(job.last_seen_at.to_rfc3339()),
+        threshold_seconds: policy.threshold_for(job.tables.first().map(String::as_str)),
+        alert_links: job.alert_links.clone(),
+    }
+}
