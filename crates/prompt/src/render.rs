@@ -218,9 +218,12 @@ impl PromptRenderer {
         };
         let context = tera::Context::from_serialize(&context)
             .map_err(|e| PromptError::Render(error_chain(&e)))?;
-        self.tera
+        let text = self
+            .tera
             .render(TEMPLATE_NAME, &context)
-            .map_err(|e| PromptError::Render(error_chain(&e)))
+            .map_err(|e| PromptError::Render(error_chain(&e)))?;
+        // The template may open with a comment; the prompt opens with text.
+        Ok(text.trim_start().to_owned())
     }
 }
 
