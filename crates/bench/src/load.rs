@@ -97,10 +97,11 @@ impl Phase {
 
     fn line(&self, label: &str) -> String {
         format!(
-            "  {label:<28} {:>8.0} alerts/s   p50 {:>7.2} ms   p99 {:>7.2} ms   ({} alerts, {} errors)",
+            "  {label:<28} {:>8.0} alerts/s   p50 {:>7.2} ms   p99 {:>7.2} ms   max {:>7.2} ms   ({} alerts, {} errors)",
             self.throughput(),
             ms(self.percentile(0.50)),
             ms(self.percentile(0.99)),
+            ms(self.percentile(1.0)),
             self.latencies.len(),
             self.errors
         )
@@ -142,10 +143,13 @@ impl fmt::Display for Report {
     }
 }
 
-/// Each phase starts from a clean checkpoint, so one phase's dirty pages
-/// are not flushed during the next one's measurement. Needs a superuser;
-/// without one the phases just run back to back.
-async fn checkpoint(store: &Store) {
+/// Each phase starts from a clean slate: the operating system's dirty pages
+/// (say, a build that just finished) are written out first, so that their
+/// writeback does not land in this phase's fsyncs, and PostgreSQL's dirty
+/// buffers are flushed by a CHECKPOINT (a superuser command; without one the
+/// phases just run back to back).
+async fn settle(store: &Store) {
+    tokio::task::spawn_blocking(|| unsafe { libc::sync() }).await.ok();
     if let Err(err) = store.checkpoint().await {
         eprintln!("  (CHECKPOINT not run: {err})");
     }
@@ -183,9 +187,11 @@ pub async fn run(
     };
     // Latency at the target rate first: it describes a service in steady
     // state, not one recovering from the saturation phases below.
-    checkpoint(store).await;
+    settle(store).await;
+    // Two seconds at the rate, unmeasured: connections open, caches warm.
+    fixed_rate(settings.rate, Duration::from_secs(2), post.clone()).await;
     let fixed = fixed_rate(settings.rate, duration, post.clone()).await;
-    checkpoint(store).await;
+    settle(store).await;
     // The ceiling runs where the service would run it: on the server runtime.
     let ceiling = {
         let store = store.clone();
@@ -206,7 +212,7 @@ pub async fn run(
             .await
             .expect("ceiling phase")
     };
-    checkpoint(store).await;
+    settle(store).await;
     let http = closed_loop(settings.senders, duration, post).await;
     Report {
         load,
