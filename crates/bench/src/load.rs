@@ -149,7 +149,9 @@ impl fmt::Display for Report {
 /// buffers are flushed by a CHECKPOINT (a superuser command; without one the
 /// phases just run back to back).
 async fn settle(store: &Store) {
-    tokio::task::spawn_blocking(|| unsafe { libc::sync() }).await.ok();
+    tokio::task::spawn_blocking(|| unsafe { libc::sync() })
+        .await
+        .ok();
     if let Err(err) = store.checkpoint().await {
         eprintln!("  (CHECKPOINT not run: {err})");
     }

@@ -88,13 +88,18 @@ pub async fn get_prompt(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    state.auth.check(&headers)?;
     let id = job_id(&id)?;
-    let stored = state
-        .store
-        .job_prompt(id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
+    let stored = state.store.job_prompt(id).await?;
+    // The job's workflow run authenticates with the job's own token, which
+    // opens this one prompt; people use the webhook token.
+    let job_token_ok = stored
+        .as_ref()
+        .and_then(|s| s.prompt_token.as_deref())
+        .is_some_and(|token| crate::auth::bearer_matches(&headers, token));
+    if !job_token_ok {
+        state.auth.check(&headers)?;
+    }
+    let stored = stored.ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
     match (stored.prompt, stored.prompt_error) {
         (Some(text), _) => Ok((
             [
@@ -121,6 +126,47 @@ pub async fn get_prompt(
             "the prompt is being rendered; retry in a few seconds",
         )),
     }
+}
+
+/// Today's dispatches against the cap, running agents, and the pause.
+pub async fn dispatch_status(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    state.auth.check(&headers)?;
+    let status = state.store.dispatch_status().await?;
+    Ok(Json(
+        serde_json::json!({ "status": status, "config": state.dispatch }),
+    ))
+}
+
+pub async fn pause(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    set_paused(state, headers, true).await
+}
+
+pub async fn resume(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    set_paused(state, headers, false).await
+}
+
+async fn set_paused(
+    state: AppState,
+    headers: HeaderMap,
+    paused: bool,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    state.auth.check(&headers)?;
+    state.store.set_paused(paused).await?;
+    tracing::warn!(
+        paused,
+        "dispatch {}",
+        if paused { "paused" } else { "resumed" }
+    );
+    Ok(Json(serde_json::json!({ "paused": paused })))
 }
 
 pub async fn healthz() -> Json<serde_json::Value> {

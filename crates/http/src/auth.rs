@@ -42,6 +42,17 @@ impl WebhookAuth {
     }
 }
 
+/// True when the request carries `Authorization: Bearer <expected>`.
+pub(crate) fn bearer_matches(headers: &HeaderMap, expected: &str) -> bool {
+    headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(presented_secret)
+        .is_some_and(|secret| {
+            !expected.is_empty() && bool::from(secret.as_bytes().ct_eq(expected.as_bytes()))
+        })
+}
+
 /// The secret carried by an Authorization header value, if it has one.
 fn presented_secret(value: &str) -> Option<String> {
     let (scheme, rest) = value.trim().split_once(' ')?;

@@ -10,7 +10,7 @@ mod state;
 
 pub use auth::WebhookAuth;
 pub use error::ApiError;
-pub use state::AppState;
+pub use state::{AppState, DispatchInfo};
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
@@ -27,6 +27,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/jobs", get(api::list_jobs))
         .route("/api/jobs/{id}", get(api::get_job))
         .route("/api/jobs/{id}/prompt", get(api::get_prompt))
+        .route("/api/dispatch", get(api::dispatch_status))
+        .route("/api/pause", post(api::pause))
+        .route("/api/resume", post(api::resume))
         .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz))
         .fallback(api::not_found)

@@ -13,6 +13,16 @@ pub struct AppState {
     ignore_list: Arc<RwLock<Arc<IgnoreList>>>,
     /// Told about every job intake creates; `None` renders no prompts.
     pub prompts: Option<PromptQueue>,
+    /// What `/api/dispatch` reports; `None` when no dispatcher runs here.
+    pub dispatch: Option<DispatchInfo>,
+}
+
+/// The dispatcher's configuration, for the status endpoint.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DispatchInfo {
+    pub max_per_day: i64,
+    pub max_running: i64,
+    pub dry_run: bool,
 }
 
 impl AppState {
@@ -28,7 +38,13 @@ impl AppState {
             auth: Arc::new(auth),
             ignore_list: Arc::new(RwLock::new(Arc::new(ignore_list))),
             prompts: None,
+            dispatch: None,
         }
+    }
+
+    pub fn with_dispatch(mut self, info: DispatchInfo) -> Self {
+        self.dispatch = Some(info);
+        self
     }
 
     pub fn with_prompts(mut self, queue: PromptQueue) -> Self {

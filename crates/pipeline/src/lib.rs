@@ -1,6 +1,8 @@
 //! Background work that moves jobs along the pipeline, each step between
 //! short transactions: read the job, work with no connection held, write.
 
+mod dispatch;
 mod prompts;
 
+pub use dispatch::{spawn_dispatcher, DispatchSettings};
 pub use prompts::{facts_of, spawn_prompt_worker, PromptQueue};

@@ -26,6 +26,10 @@ pub struct JobRow {
     pub prompt_truncation: Option<String>,
     pub prompt_error: Option<String>,
     pub prompt_rendered_at: Option<DateTime<Utc>>,
+    pub dispatch_attempts: i32,
+    pub dispatched_at: Option<DateTime<Utc>>,
+    pub run_id: Option<i64>,
+    pub run_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -53,7 +57,8 @@ pub struct JobFilter {
 
 const JOB_COLUMNS: &str = "id, query_source, state, state_reason, tables, alert_count, \
     max_duration_seconds, alert_links, first_seen_at, last_seen_at, created_at, updated_at, ended_at, \
-    prompt_revision, prompt_sha256, prompt_truncation, prompt_error, prompt_rendered_at";
+    prompt_revision, prompt_sha256, prompt_truncation, prompt_error, prompt_rendered_at, \
+    dispatch_attempts, dispatched_at, run_id, run_url";
 
 impl Store {
     pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>, StoreError> {

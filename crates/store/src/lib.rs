@@ -5,11 +5,13 @@
 //! call, and a method never asks the pool for a second connection while it
 //! holds one (that self-deadlocks exactly at pool max).
 
+mod dispatch;
 mod intake;
 mod jobs;
 mod pool;
 mod prompts;
 
+pub use dispatch::{Caps, Claim, ClaimedJob, DispatchStatus};
 pub use intake::{IntakeAction, IntakeRecord, RecordedOutcome};
 pub use jobs::{AlertEventRow, JobFilter, JobRow};
 pub use pool::{PoolSettings, Store};

@@ -12,6 +12,9 @@ pub struct StoredPrompt {
     pub prompt_sha256: Option<String>,
     pub prompt_truncation: Option<String>,
     pub prompt_error: Option<String>,
+    /// Checked, never shown.
+    #[serde(skip)]
+    pub prompt_token: Option<String>,
 }
 
 impl Store {
@@ -56,7 +59,7 @@ impl Store {
 
     pub async fn job_prompt(&self, id: i64) -> Result<Option<StoredPrompt>, StoreError> {
         Ok(sqlx::query_as::<_, StoredPrompt>(
-            "SELECT prompt, prompt_revision, prompt_sha256, prompt_truncation, prompt_error FROM jobs WHERE id = $1",
+            "SELECT prompt, prompt_revision, prompt_sha256, prompt_truncation, prompt_error, prompt_token FROM jobs WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(self.pool())

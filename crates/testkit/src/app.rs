@@ -12,9 +12,23 @@ pub struct TestAppBuilder {
     ignore_list: IgnoreList,
     database: Option<TestDatabase>,
     prompts: Option<longtx_prompt::PromptSources>,
+    dispatcher: Option<(
+        longtx_pipeline::DispatchSettings,
+        Option<longtx_github::OctocrabGitHub>,
+    )>,
 }
 
 impl TestAppBuilder {
+    /// Run a dispatcher too (`github` `None`: dry-run mode).
+    pub fn dispatcher(
+        mut self,
+        settings: longtx_pipeline::DispatchSettings,
+        github: Option<longtx_github::OctocrabGitHub>,
+    ) -> Self {
+        self.dispatcher = Some((settings, github));
+        self
+    }
+
     /// Run the prompt worker on these sources, as `longtx serve` does.
     pub fn prompts(mut self, sources: longtx_prompt::PromptSources) -> Self {
         self.prompts = Some(sources);
@@ -72,6 +86,18 @@ impl TestAppBuilder {
                 policy,
             ));
         }
+        if let Some((settings, github)) = self.dispatcher {
+            state = state.with_dispatch(longtx_http::DispatchInfo {
+                max_per_day: settings.caps.max_per_day,
+                max_running: settings.caps.max_running,
+                dry_run: github.is_none(),
+            });
+            longtx_pipeline::spawn_dispatcher(
+                store.clone(),
+                settings,
+                github.map(std::sync::Arc::new),
+            );
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("binding a loopback port");
@@ -115,6 +141,7 @@ impl TestApp {
             ignore_list: IgnoreList::default(),
             database: None,
             prompts: None,
+            dispatcher: None,
         }
     }
 

@@ -9,10 +9,12 @@
 
 mod app;
 mod db;
+mod fake_github;
 pub mod payloads;
 
 pub use app::{TestApp, TestAppBuilder};
 pub use db::TestDatabase;
+pub use fake_github::{FakeGitHub, Fault};
 /// Runs futures concurrently on the current task and collects their outputs.
 pub use futures_util::future::join_all;
 /// Re-exported so tests can read tables without their own dependency.
@@ -23,4 +25,35 @@ pub fn fixture(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
         .join(name)
+}
+
+/// The shipped catalogue and template, with no checkout: enough for every
+/// job to get a prompt.
+pub fn shipped_prompt_sources() -> longtx_prompt::PromptSources {
+    let patterns = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../patterns");
+    longtx_prompt::PromptSources {
+        template: patterns.join("_prompt.md.tera"),
+        patterns_dir: patterns,
+        repo: None,
+        budget_bytes: longtx_prompt::DEFAULT_BUDGET_BYTES,
+    }
+}
+
+/// Dispatcher settings for tests: the fake's repository, fast polling, and
+/// the service's default caps unless a test changes them.
+pub fn dispatch_settings() -> longtx_pipeline::DispatchSettings {
+    longtx_pipeline::DispatchSettings {
+        repo: "acme/monolith".parse().unwrap(),
+        workflow: "long-transaction-fix.yml".into(),
+        git_ref: None,
+        caps: longtx_store::Caps {
+            max_per_day: 10,
+            max_running: 3,
+        },
+        lease: std::time::Duration::from_secs(30),
+        agent_timeout: std::time::Duration::from_secs(7200),
+        public_url: "http://127.0.0.1:8080".into(),
+        idle_poll: std::time::Duration::from_millis(50),
+        run_poll: std::time::Duration::from_millis(200),
+    }
 }

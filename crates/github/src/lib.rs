@@ -1,0 +1,158 @@
+//! The GitHub calls longtx makes, behind one small trait.
+//!
+//! [`GitHub`] names exactly what the pipeline needs; [`OctocrabGitHub`] is
+//! the one real implementation, and tests talk to an in-process fake server
+//! through that same implementation. [`retry`] holds the policy for rate
+//! limits and server errors.
+
+mod octo;
+pub mod retry;
+
+pub use octo::{Credentials, OctocrabGitHub};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+/// `owner/name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepoName {
+    pub owner: String,
+    pub name: String,
+}
+
+impl std::str::FromStr for RepoName {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (owner, name) = s
+            .split_once('/')
+            .filter(|(o, n)| !o.is_empty() && !n.is_empty() && !n.contains('/'))
+            .ok_or_else(|| format!("{s:?} is not owner/name"))?;
+        Ok(RepoName {
+            owner: owner.to_owned(),
+            name: name.to_owned(),
+        })
+    }
+}
+
+impl std::fmt::Display for RepoName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.owner, self.name)
+    }
+}
+
+/// A `workflow_dispatch` request.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dispatch {
+    pub workflow: String,
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    pub inputs: BTreeMap<String, String>,
+}
+
+/// A workflow run, as far as longtx cares.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Run {
+    pub id: u64,
+    pub html_url: Option<String>,
+    pub status: Option<String>,
+    pub conclusion: Option<String>,
+    /// The run's name, which carries `longtx job <id>`.
+    pub display_title: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GitHubError {
+    /// 403/429 with a rate-limit signal: wait this long, then retry.
+    #[error("rate limited by GitHub; retry after {0:?}")]
+    RateLimited(Duration),
+    /// 5xx, or no answer in time: safe to retry after a backoff.
+    #[error("GitHub is unavailable ({0})")]
+    Unavailable(String),
+    /// Any other 4xx: retrying will not help.
+    #[error("GitHub refused the request ({status}): {message}")]
+    Refused { status: u16, message: String },
+    #[error("GitHub credentials are not usable: {0}")]
+    Credentials(String),
+}
+
+impl GitHubError {
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            GitHubError::RateLimited(_) | GitHubError::Unavailable(_)
+        )
+    }
+}
+
+/// The calls longtx makes. Every one is safe to retry: dispatch is guarded
+/// by the caller, which looks for an existing run before dispatching again.
+pub trait GitHub: Send + Sync + 'static {
+    /// The repository's default branch, the dispatch ref unless configured.
+    fn default_branch(
+        &self,
+        repo: &RepoName,
+    ) -> impl Future<Output = Result<String, GitHubError>> + Send;
+
+    /// Dispatches a workflow run and returns it when GitHub reports it
+    /// (`return_run_details`).
+    fn dispatch_workflow(
+        &self,
+        repo: &RepoName,
+        dispatch: &Dispatch,
+    ) -> impl Future<Output = Result<Option<Run>, GitHubError>> + Send;
+
+    /// Recent `workflow_dispatch` runs of a workflow, newest first.
+    fn recent_runs(
+        &self,
+        repo: &RepoName,
+        workflow: &str,
+    ) -> impl Future<Output = Result<Vec<Run>, GitHubError>> + Send;
+
+    fn run(
+        &self,
+        repo: &RepoName,
+        run_id: u64,
+    ) -> impl Future<Output = Result<Run, GitHubError>> + Send;
+}
+
+/// The run name the workflow template sets; how a run is found by job.
+pub fn run_name_marker(job_id: i64) -> String {
+    format!("longtx job {job_id}")
+}
+
+/// True when `run` was started for `job_id` (its name carries the marker,
+/// not followed by another digit: job 1 is not job 12).
+pub fn run_is_for_job(run: &Run, job_id: i64) -> bool {
+    let marker = run_name_marker(job_id);
+    run.display_title.as_deref().is_some_and(|title| {
+        title
+            .match_indices(&marker)
+            .any(|(i, m)| !title[i + m.len()..].starts_with(|c: char| c.is_ascii_digit()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_matched_to_their_job_exactly() {
+        let run = |title: &str| Run {
+            id: 1,
+            html_url: None,
+            status: None,
+            conclusion: None,
+            display_title: Some(title.into()),
+        };
+        assert!(run_is_for_job(
+            &run("longtx job 12: admin/users#update"),
+            12
+        ));
+        assert!(!run_is_for_job(&run("longtx job 12: x"), 1));
+        assert!(!run_is_for_job(&run("other"), 12));
+        assert_eq!("o/r".parse::<RepoName>().unwrap().to_string(), "o/r");
+        assert!("o".parse::<RepoName>().is_err());
+    }
+}

@@ -1,0 +1,444 @@
+//! Exactly one agent run per job, against an in-process fake GitHub: many
+//! alerts, two service instances, a dispatcher killed mid-call, GitHub
+//! errors, caps and the pause, and a slow GitHub with a pool of one.
+
+use longtx_pipeline::spawn_dispatcher;
+use longtx_store::Caps;
+use longtx_testkit::payloads::{AmAlert, AmWebhook};
+use longtx_testkit::{
+    dispatch_settings, join_all, shipped_prompt_sources, FakeGitHub, Fault, TestApp,
+};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+async fn fire(app: &TestApp, source: &str) -> Value {
+    let hook = AmWebhook::with(AmAlert::firing(source).table("orders").value(150.0));
+    let response = app
+        .post_json("/webhooks/alertmanager", &hook.to_json())
+        .await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    body["results"][0].clone()
+}
+
+async fn job_states(app: &TestApp) -> Vec<(i64, String)> {
+    let (_, list) = app.get_json("/api/jobs?limit=500").await;
+    list["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["id"].as_i64().unwrap(),
+                j["state"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Waits until `count` jobs are in `state` (at most 20 s).
+async fn wait_for_state(app: &TestApp, state: &str, count: usize) -> Vec<(i64, String)> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let states = job_states(app).await;
+        if states.iter().filter(|(_, s)| s == state).count() >= count || Instant::now() > deadline {
+            return states;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn unlimited() -> Caps {
+    Caps {
+        max_per_day: 1000,
+        max_running: 1000,
+    }
+}
+
+#[tokio::test]
+async fn a_hundred_alerts_over_ten_sources_make_ten_dispatches() {
+    let github = FakeGitHub::start().await;
+    let mut settings = dispatch_settings();
+    settings.caps = unlimited();
+    let app = TestApp::builder()
+        .prompts(shipped_prompt_sources())
+        .dispatcher(settings, Some(github.client(Duration::from_secs(5))))
+        .spawn()
+        .await;
+    join_all((0..100).map(|i| {
+        let app = &app;
+        async move { fire(app, &format!("Fleet{}Worker", i % 10)).await }
+    }))
+    .await;
+    let states = wait_for_state(&app, "agent_running", 10).await;
+    assert_eq!(
+        states.iter().filter(|(_, s)| s == "agent_running").count(),
+        10,
+        "{states:?}"
+    );
+    let mut dispatched = github.dispatched_job_ids();
+    dispatched.sort_unstable();
+    dispatched.dedup();
+    assert_eq!(dispatched.len(), 10);
+    assert_eq!(github.runs().len(), 10, "one run per job, no duplicates");
+
+    let run = &github.runs()[0];
+    assert_eq!(
+        run["ref"], "main",
+        "the default branch is asked for when no ref is configured"
+    );
+    for input in [
+        "job_id",
+        "query_source",
+        "table",
+        "duration_seconds",
+        "prompt_url",
+        "prompt_token",
+        "prompt_sha256",
+    ] {
+        assert!(run["inputs"][input].is_string(), "input {input} in {run}");
+    }
+    assert_eq!(run["inputs"]["table"], "orders");
+    let (_, job) = app
+        .get_json(&format!(
+            "/api/jobs/{}",
+            run["inputs"]["job_id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(job["job"]["run_id"], run["id"]);
+    assert_eq!(job["job"]["run_url"], run["html_url"]);
+}
+
+#[tokio::test]
+async fn two_instances_on_one_database_still_make_ten_dispatches() {
+    let github = FakeGitHub::start().await;
+    let mut settings = dispatch_settings();
+    settings.caps = unlimited();
+    let first = TestApp::builder()
+        .prompts(shipped_prompt_sources())
+        .dispatcher(
+            settings.clone(),
+            Some(github.client(Duration::from_secs(5))),
+        )
+        .spawn()
+        .await;
+    let second = TestApp::builder()
+        .database(first.db.clone())
+        .prompts(shipped_prompt_sources())
+        .dispatcher(settings, Some(github.client(Duration::from_secs(5))))
+        .spawn()
+        .await;
+    join_all((0..100).map(|i| {
+        let app = if i % 2 == 0 { &first } else { &second };
+        async move { fire(app, &format!("Twin{}Worker", i % 10)).await }
+    }))
+    .await;
+    wait_for_state(&first, "agent_running", 10).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(github.runs().len(), 10);
+}
+
+#[tokio::test]
+async fn a_dispatcher_killed_between_the_call_and_its_write_causes_no_second_run() {
+    let github = FakeGitHub::start().await;
+    // The first dispatch creates its run, then answers only after 3 s.
+    github.fail_next([Fault::AcceptThenHang(Duration::from_secs(3))]);
+    let app = TestApp::builder()
+        .prompts(shipped_prompt_sources())
+        .spawn()
+        .await;
+    let mut settings = dispatch_settings();
+    settings.lease = Duration::from_millis(800);
+    let doomed = spawn_dispatcher(
+        app.store.clone(),
+        settings.clone(),
+        Some(Arc::new(github.client(Duration::from_secs(10)))),
+    );
+    let job = fire(&app, "Doomed::Worker").await["job_id"]
+        .as_i64()
+        .unwrap();
+    // Wait until the dispatch is in flight, then kill its dispatcher.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while github.runs().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    doomed.abort();
+    assert_eq!(
+        job_states(&app).await,
+        vec![(job, "dispatching".to_string())]
+    );
+
+    // A new dispatcher takes the job over once the lease has run out.
+    spawn_dispatcher(
+        app.store.clone(),
+        settings,
+        Some(Arc::new(github.client(Duration::from_secs(10)))),
+    );
+    let states = wait_for_state(&app, "agent_running", 1).await;
+    assert_eq!(states, vec![(job, "agent_running".to_string())]);
+    assert_eq!(
+        github.runs().len(),
+        1,
+        "the earlier run was found, not dispatched again"
+    );
+    assert_eq!(github.dispatch_requests().len(), 1);
+    let (_, detail) = app.get_json(&format!("/api/jobs/{job}")).await;
+    assert_eq!(detail["job"]["run_id"], github.runs()[0]["id"]);
+}
+
+#[tokio::test]
+async fn server_errors_and_rate_limits_are_retried() {
+    let github = FakeGitHub::start().await;
+    github.fail_next([Fault::Status(502), Fault::Status(502), Fault::RetryAfter(1)]);
+    let app = TestApp::builder()
+        .prompts(shipped_prompt_sources())
+        .dispatcher(
+            dispatch_settings(),
+            Some(github.client(Duration::from_secs(5))),
+        )
+        .spawn()
+        .await;
+    let started = Instant::now();
+    fire(&app, "Flaky::Worker").await;
+    let states = wait_for_state(&app, "agent_running", 1).await;
+    assert_eq!(states[0].1, "agent_running");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After was honoured"
+    );
+    assert_eq!(
+        github.dispatch_requests().len(),
+        4,
+        "two 502s, one 403, then success"
+    );
+    assert_eq!(github.runs().len(), 1);
+}
+
+#[tokio::test]
+async fn a_refused_dispatch_fails_the_job_with_the_error() {
+    let github = FakeGitHub::start().await;
+    github.fail_next([Fault::Status(422)]);
+    let app = TestApp::builder()
+        .prompts(shipped_prompt_sources())
+        .dispatcher(
+            dispatch_settings(),
+            Some(github.client(Duration::from_secs(5))),
+        )
+        .spawn()
+        .await;
+    let job = fire(&app, "Refused::Worker").await["job_id"]
+        .as_i64()
+        .unwrap();
+    wait_for_state(&app, "failed", 1).await;
+    let (_, detail) = app.get_json(&format!("/api/jobs/{job}")).await;
+    assert_eq!(detail["job"]["state"], "failed");
+    assert!(
+        detail["job"]["state_reason"]
+            .as_str()
+            .unwrap()
+            .contains("422"),
+        "{detail}"
+    );
+}
+
+#[tokio::test]
+async fn the_daily_cap_and_the_pause_hold_jobs_back_and_say_why() {
+    let github = FakeGitHub::start().await;
+    let mut settings = dispatch_settings();
+    settings.caps = Caps {
+        max_per_day: 2,
+        max_running: 10,
+    };
+    let app = TestApp::builder()
+        .prompts(shipped_prompt_sources())
+        .dispatcher(settings, Some(github.client(Duration::from_secs(5))))
+        .spawn()
+        .await;
+    for source in ["CapA::Worker", "CapB::Worker", "CapC::Worker"] {
+        fire(&app, source).await;
+    }
+    wait_for_state(&app, "agent_running", 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(github.runs().len(), 2);
+    let (_, queued) = app.get_json("/api/jobs?state=queued").await;
+    assert!(
+        queued["jobs"][0]["state_reason"]
+            .as_str()
+            .unwrap()
+            .contains("daily dispatch cap (2)"),
+        "{queued}"
+    );
+    let (_, status) = app.get_json("/api/dispatch").await;
+    assert_eq!(status["status"]["dispatched_today"], 2);
+    assert_eq!(status["config"]["max_per_day"], 2);
+}
+
+#[tokio::test]
+async fn paused_dispatch_waits_until_resumed() {
+    let github = FakeGitHub::start().await;
+    let app = TestApp::builder()
+        .prompts(shipped_prompt_sources())
+        .dispatcher(
+            dispatch_settings(),
+            Some(github.client(Duration::from_secs(5))),
+        )
+        .spawn()
+        .await;
+    let pause = app.client.post(app.url("/api/pause")).send().await.unwrap();
+    assert_eq!(pause.status(), 200);
+    let job = fire(&app, "Paused::Worker").await["job_id"]
+        .as_i64()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(github.runs().is_empty());
+    let (_, detail) = app.get_json(&format!("/api/jobs/{job}")).await;
+    assert_eq!(detail["job"]["state_reason"], "waiting: dispatch is paused");
+    app.client
+        .post(app.url("/api/resume"))
+        .send()
+        .await
+        .unwrap();
+    wait_for_state(&app, "agent_running", 1).await;
+    assert_eq!(github.runs().len(), 1);
+}
+
+#[tokio::test]
+async fn without_credentials_the_dispatch_is_recorded_not_sent() {
+    let app = TestApp::builder()
+        .prompts(shipped_prompt_sources())
+        .dispatcher(dispatch_settings(), None)
+        .spawn()
+        .await;
+    let job = fire(&app, "Dry::Worker").await["job_id"].as_i64().unwrap();
+    wait_for_state(&app, "dry_run", 1).await;
+    let mut conn = app.db.connect().await;
+    let (dry, request): (bool, Value) =
+        longtx_testkit::sqlx::query_as("SELECT dry_run, request FROM dispatches WHERE job_id = $1")
+            .bind(job)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert!(dry);
+    assert_eq!(request["workflow"], "long-transaction-fix.yml");
+    assert_eq!(request["inputs"]["query_source"], "Dry::Worker");
+    assert_eq!(
+        request["inputs"]["prompt_token"], "<redacted>",
+        "the token is never stored in the record"
+    );
+}
+
+#[tokio::test]
+async fn the_run_fetches_its_prompt_with_its_own_token_only() {
+    let github = FakeGitHub::start().await;
+    let app = TestApp::builder()
+        .token("webhook-secret")
+        .prompts(shipped_prompt_sources())
+        .dispatcher(
+            dispatch_settings(),
+            Some(github.client(Duration::from_secs(5))),
+        )
+        .spawn()
+        .await;
+    let hook = AmWebhook::with(AmAlert::firing("Fetch::Worker").value(150.0));
+    let response = app
+        .client
+        .post(app.url("/webhooks/alertmanager"))
+        .bearer_auth("webhook-secret")
+        .header("content-type", "application/json")
+        .body(hook.to_json().to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while github.runs().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let inputs = github.runs()[0]["inputs"].clone();
+    let path = format!("/api/jobs/{}/prompt", inputs["job_id"].as_str().unwrap());
+    let fetched = app
+        .client
+        .get(app.url(&path))
+        .bearer_auth(inputs["prompt_token"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fetched.status(), 200);
+    let text = fetched.text().await.unwrap();
+    use sha2_check::hex_sha256;
+    assert_eq!(
+        hex_sha256(&text),
+        inputs["prompt_sha256"].as_str().unwrap(),
+        "the workflow can check the hash"
+    );
+    let forged = app
+        .client
+        .get(app.url(&path))
+        .bearer_auth("not-the-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 401);
+    let other = app
+        .client
+        .get(app.url("/api/jobs/999999/prompt"))
+        .bearer_auth(inputs["prompt_token"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 401, "a job's token opens no other job");
+}
+
+#[tokio::test]
+async fn a_slow_github_does_not_hold_the_only_connection() {
+    let github = FakeGitHub::start().await;
+    github.set_latency(Duration::from_secs(5));
+    let app = TestApp::builder()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(2))
+        .prompts(shipped_prompt_sources())
+        .dispatcher(
+            dispatch_settings(),
+            Some(github.client(Duration::from_secs(30))),
+        )
+        .spawn()
+        .await;
+    fire(&app, "Slow::Worker").await;
+    // Wait until the dispatcher is inside its 5 s call to GitHub.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while github.requests().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!github.requests().is_empty());
+    // With the pool's one connection free, intake answers (a held
+    // connection would make these wait out the 2 s acquire timeout: 503).
+    for i in 0..10 {
+        let hook = AmWebhook::with(AmAlert::firing(&format!("Meanwhile{i}::Worker")).value(150.0));
+        let response = app
+            .post_json("/webhooks/alertmanager", &hook.to_json())
+            .await;
+        assert_eq!(
+            response.status(),
+            200,
+            "intake answered while GitHub was slow"
+        );
+    }
+    assert!(
+        github.runs().is_empty()
+            || job_states(&app)
+                .await
+                .iter()
+                .any(|(_, s)| s == "dispatching")
+    );
+}
+
+mod sha2_check {
+    pub fn hex_sha256(text: &str) -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}

@@ -1,0 +1,330 @@
+//! The dispatcher: each queued job becomes exactly one workflow run.
+//!
+//! 1. Claim a job in a short transaction (state `dispatching`, a lease).
+//! 2. With no connection held, call GitHub: first look for a run already
+//!    carrying the job id when an earlier claim may have dispatched one,
+//!    then dispatch, retrying rate limits and server errors.
+//! 3. Record the run in a second short transaction.
+//!
+//! A dispatcher that dies between 2 and 3 leaves the job `dispatching`; when
+//! the lease runs out another claims it, finds the run by its name, and
+//! records it instead of dispatching again.
+
+use longtx_core::JobState;
+use longtx_github::{retry, run_is_for_job, Dispatch, GitHub, GitHubError, RepoName, Run};
+use longtx_store::{Caps, Claim, ClaimedJob, Store};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::OnceCell;
+
+#[derive(Debug, Clone)]
+pub struct DispatchSettings {
+    pub repo: RepoName,
+    /// The workflow file, `long-transaction-fix.yml`.
+    pub workflow: String,
+    /// The ref to run on; the repository's default branch when `None`.
+    pub git_ref: Option<String>,
+    pub caps: Caps,
+    /// How long a claim is held before another dispatcher may take over.
+    pub lease: Duration,
+    /// A job with no PR this long after dispatch is `expired`.
+    pub agent_timeout: Duration,
+    /// Where the workflow reaches longtx to fetch the prompt.
+    pub public_url: String,
+    /// How often to look for work when there is none.
+    pub idle_poll: Duration,
+    /// How often to check running jobs' runs.
+    pub run_poll: Duration,
+}
+
+/// Starts a dispatcher on the current runtime. `github` is `None` in
+/// dry-run mode: every dispatch is recorded, not sent, and the job ends
+/// `dry_run`.
+pub fn spawn_dispatcher<G: GitHub>(
+    store: Store,
+    settings: DispatchSettings,
+    github: Option<Arc<G>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let dispatcher = Dispatcher {
+            store,
+            settings: Arc::new(settings),
+            github,
+            default_branch: OnceCell::new(),
+        };
+        dispatcher.run().await
+    })
+}
+
+struct Dispatcher<G> {
+    store: Store,
+    settings: Arc<DispatchSettings>,
+    github: Option<Arc<G>>,
+    default_branch: OnceCell<String>,
+}
+
+impl<G: GitHub> Dispatcher<G> {
+    async fn run(&self) {
+        let mut last_run_check = tokio::time::Instant::now();
+        let mut last_blocked: Option<String> = None;
+        loop {
+            let token = random_token();
+            match self
+                .store
+                .claim_job(self.settings.caps, self.settings.lease, &token)
+                .await
+            {
+                Ok(Claim::Job(job)) => {
+                    last_blocked = None;
+                    let span = tracing::info_span!("dispatch", job_id = job.id, query_source = %job.query_source);
+                    let _entered = span.enter();
+                    self.dispatch(job).await;
+                    continue;
+                }
+                Ok(Claim::Blocked(reason)) => {
+                    if last_blocked.as_deref() != Some(reason.as_str()) {
+                        tracing::info!(%reason, "queued jobs wait");
+                        last_blocked = Some(reason);
+                    }
+                }
+                Ok(Claim::Idle) => last_blocked = None,
+                Err(err) => tracing::warn!(error = %err, "claiming a job failed"),
+            }
+            if last_run_check.elapsed() >= self.settings.run_poll {
+                self.check_running().await;
+                last_run_check = tokio::time::Instant::now();
+            }
+            tokio::time::sleep(self.settings.idle_poll).await;
+        }
+    }
+
+    fn request(&self, job: &ClaimedJob, git_ref: &str) -> (Dispatch, serde_json::Value) {
+        let mut inputs = BTreeMap::new();
+        inputs.insert("job_id".to_owned(), job.id.to_string());
+        inputs.insert("query_source".to_owned(), job.query_source.clone());
+        inputs.insert(
+            "table".to_owned(),
+            job.tables.first().cloned().unwrap_or_default(),
+        );
+        inputs.insert(
+            "duration_seconds".to_owned(),
+            job.max_duration_seconds
+                .map(|d| format!("{d:.0}"))
+                .unwrap_or_default(),
+        );
+        inputs.insert(
+            "prompt_url".to_owned(),
+            format!(
+                "{}/api/jobs/{}/prompt",
+                self.settings.public_url.trim_end_matches('/'),
+                job.id
+            ),
+        );
+        inputs.insert("prompt_sha256".to_owned(), job.prompt_sha256.clone());
+        let mut shown = inputs.clone();
+        inputs.insert("prompt_token".to_owned(), job.prompt_token.clone());
+        shown.insert("prompt_token".to_owned(), "<redacted>".to_owned());
+        let record = serde_json::json!({
+            "repo": self.settings.repo.to_string(),
+            "workflow": self.settings.workflow,
+            "ref": git_ref,
+            "inputs": shown,
+        });
+        let dispatch = Dispatch {
+            workflow: self.settings.workflow.clone(),
+            git_ref: git_ref.to_owned(),
+            inputs,
+        };
+        (dispatch, record)
+    }
+
+    async fn dispatch(&self, job: ClaimedJob) {
+        let Some(github) = &self.github else {
+            let (_, record) = self.request(
+                &job,
+                self.settings
+                    .git_ref
+                    .as_deref()
+                    .unwrap_or("<default branch>"),
+            );
+            tracing::info!(request = %record, "dry run: this dispatch would be sent");
+            if let Err(err) = self.store.record_dry_run(job.id, &record).await {
+                tracing::warn!(error = %err, "recording the dry run failed; the lease will expire and it is retried");
+            }
+            return;
+        };
+        let git_ref = match self.git_ref(github).await {
+            Ok(git_ref) => git_ref,
+            Err(err) => {
+                let (_, record) = self.request(&job, "<unknown>");
+                return self.fail_or_leave(&job, err, &record).await;
+            }
+        };
+        let (dispatch, record) = self.request(&job, &git_ref);
+        // An earlier claim may have dispatched and died before recording.
+        if job.attempts > 1 {
+            match self.existing_run(github, job.id).await {
+                Ok(Some(run)) => {
+                    return self
+                        .record(
+                            &job,
+                            Some(run),
+                            &record,
+                            "found the run of an earlier attempt",
+                        )
+                        .await
+                }
+                Ok(None) => {}
+                Err(err) => return self.fail_or_leave(&job, err, &record).await,
+            }
+        }
+        let mut attempt = 1;
+        loop {
+            match github
+                .dispatch_workflow(&self.settings.repo, &dispatch)
+                .await
+            {
+                Ok(run) => return self.record(&job, run, &record, "dispatched").await,
+                Err(err) => {
+                    let Some(wait) = retry::delay(&err, attempt, retry::jitter()) else {
+                        return self.fail_or_leave(&job, err, &record).await;
+                    };
+                    tracing::warn!(error = %err, attempt, wait_ms = wait.as_millis() as u64, "dispatch failed; retrying");
+                    if wait * 2 > self.settings.lease {
+                        let _ = self
+                            .store
+                            .renew_lease(job.id, wait + self.settings.lease)
+                            .await;
+                    }
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                    // A 5xx or a time-out may still have created the run.
+                    if let GitHubError::Unavailable(_) = err {
+                        if let Ok(Some(run)) = self.existing_run(github, job.id).await {
+                            return self
+                                .record(&job, Some(run), &record, "found the run after an error")
+                                .await;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn git_ref(&self, github: &G) -> Result<String, GitHubError> {
+        if let Some(git_ref) = &self.settings.git_ref {
+            return Ok(git_ref.clone());
+        }
+        self.default_branch
+            .get_or_try_init(|| github.default_branch(&self.settings.repo))
+            .await
+            .cloned()
+    }
+
+    async fn existing_run(&self, github: &G, job_id: i64) -> Result<Option<Run>, GitHubError> {
+        let runs = github
+            .recent_runs(&self.settings.repo, &self.settings.workflow)
+            .await?;
+        Ok(runs.into_iter().find(|run| run_is_for_job(run, job_id)))
+    }
+
+    async fn record(
+        &self,
+        job: &ClaimedJob,
+        run: Option<Run>,
+        request: &serde_json::Value,
+        outcome: &str,
+    ) {
+        let run_id = run.as_ref().map(|r| r.id as i64);
+        let url = run.as_ref().and_then(|r| r.html_url.clone());
+        match self
+            .store
+            .record_dispatched(job.id, run_id, url.as_deref(), request, outcome)
+            .await
+        {
+            Ok(true) => tracing::info!(run_id, outcome, "agent run started"),
+            Ok(false) => tracing::warn!(
+                run_id,
+                "the job moved on while dispatching; nothing changed"
+            ),
+            Err(err) => {
+                tracing::error!(error = %err, "recording the run failed; after the lease another dispatcher finds it by name")
+            }
+        }
+    }
+
+    /// A final error fails the job; a retryable one that outlived its
+    /// retries leaves the claim to expire, so the run lookup happens again.
+    async fn fail_or_leave(&self, job: &ClaimedJob, err: GitHubError, request: &serde_json::Value) {
+        if err.is_retryable() && job.attempts < retry::MAX_ATTEMPTS as i32 {
+            tracing::warn!(error = %err, "GitHub did not answer usefully; the claim expires and the job is tried again");
+            return;
+        }
+        tracing::error!(error = %err, "dispatch failed for good");
+        if let Err(store_err) = self
+            .store
+            .record_dispatch_failed(job.id, &err.to_string(), request)
+            .await
+        {
+            tracing::warn!(error = %store_err, "recording the failure failed");
+        }
+    }
+
+    /// Runs that ended without a PR make their job `no_pr`; jobs past the
+    /// agent timeout become `expired`. Successful runs are left to PR
+    /// tracking, which sees the PR they opened.
+    async fn check_running(&self) {
+        let Some(github) = &self.github else { return };
+        let running = match self.store.running_jobs(self.settings.agent_timeout).await {
+            Ok(running) => running,
+            Err(err) => return tracing::warn!(error = %err, "listing running jobs failed"),
+        };
+        for (id, run_id, overdue) in running {
+            if overdue {
+                let _ = self
+                    .store
+                    .end_running_job(id, JobState::Expired, "no PR within the agent timeout")
+                    .await;
+                continue;
+            }
+            let run = match run_id {
+                Some(run_id) => github.run(&self.settings.repo, run_id as u64).await.ok(),
+                None => match self.existing_run(github, id).await {
+                    Ok(Some(run)) => {
+                        let _ = self
+                            .store
+                            .set_run(id, run.id as i64, run.html_url.as_deref())
+                            .await;
+                        Some(run)
+                    }
+                    _ => None,
+                },
+            };
+            if let Some(run) = run {
+                let failed = run.status.as_deref() == Some("completed")
+                    && run.conclusion.as_deref() != Some("success");
+                if failed {
+                    let reason = format!(
+                        "the agent run ended ({}) without a PR",
+                        run.conclusion.as_deref().unwrap_or("no conclusion")
+                    );
+                    let _ = self
+                        .store
+                        .end_running_job(id, JobState::NoPr, &reason)
+                        .await;
+                }
+            }
+        }
+    }
+}
+
+/// A per-job secret for the prompt fetch: 32 random bytes, hex.
+fn random_token() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .expect("reading /dev/urandom");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

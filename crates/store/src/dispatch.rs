@@ -1,0 +1,364 @@
+//! The dispatcher's state: claims with a lease, caps, the pause switch, and
+//! the record of each dispatch. Every method is one short transaction; the
+//! GitHub call happens between them with no connection held.
+
+use crate::{Store, StoreError};
+use serde::Serialize;
+use sqlx::Row;
+use std::time::Duration;
+
+/// Serialises claims across replicas so the caps are never overshot.
+const CLAIM_LOCK: i64 = 0x6c6f_6e67_7478; // "longtx"
+
+#[derive(Debug, Clone, Copy)]
+pub struct Caps {
+    pub max_per_day: i64,
+    pub max_running: i64,
+}
+
+/// A job the caller now owns until `lease` runs out.
+#[derive(Debug, Clone)]
+pub struct ClaimedJob {
+    pub id: i64,
+    pub query_source: String,
+    pub tables: Vec<String>,
+    pub max_duration_seconds: Option<f64>,
+    pub prompt_sha256: String,
+    pub prompt_token: String,
+    /// More than one: an earlier claim may already have dispatched a run,
+    /// so look for it before dispatching again.
+    pub attempts: i32,
+}
+
+#[derive(Debug, Clone)]
+pub enum Claim {
+    Job(ClaimedJob),
+    /// Nothing is waiting.
+    Idle,
+    /// Jobs wait, and this is why (a cap or the pause).
+    Blocked(String),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DispatchStatus {
+    pub paused: bool,
+    pub dispatched_today: i64,
+    pub running: i64,
+    pub queued: i64,
+}
+
+impl Store {
+    /// Claims the next dispatchable job: a queued job with a prompt, or a
+    /// dispatching job whose lease ran out (its dispatcher died). Caps and
+    /// the pause hold back queued jobs, whose `state_reason` then says why.
+    pub async fn claim_job(
+        &self,
+        caps: Caps,
+        lease: Duration,
+        new_token: &str,
+    ) -> Result<Claim, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(CLAIM_LOCK)
+            .execute(&mut *tx)
+            .await?;
+        let expired = sqlx::query(
+            "SELECT id FROM jobs WHERE state = 'dispatching' AND lease_until < now() \
+             ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        let id: Option<i64> = match expired {
+            Some(row) => Some(row.try_get("id")?),
+            None => {
+                if let Some(reason) = blocked_reason(&mut tx, caps).await? {
+                    sqlx::query(
+                        "UPDATE jobs SET state_reason = $1 \
+                         WHERE state = 'queued' AND state_reason IS DISTINCT FROM $1",
+                    )
+                    .bind(&reason)
+                    .execute(&mut *tx)
+                    .await?;
+                    let waiting: i64 =
+                        sqlx::query_scalar("SELECT count(*) FROM jobs WHERE state = 'queued'")
+                            .fetch_one(&mut *tx)
+                            .await?;
+                    tx.commit().await?;
+                    return Ok(if waiting > 0 {
+                        Claim::Blocked(reason)
+                    } else {
+                        Claim::Idle
+                    });
+                }
+                sqlx::query_scalar(
+                    "SELECT id FROM jobs WHERE state = 'queued' AND prompt IS NOT NULL \
+                     ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+                )
+                .fetch_optional(&mut *tx)
+                .await?
+            }
+        };
+        let Some(id) = id else {
+            tx.commit().await?;
+            return Ok(Claim::Idle);
+        };
+        let row = sqlx::query(
+            "UPDATE jobs SET state = 'dispatching', state_reason = NULL, ended_at = NULL, \
+                 lease_until = now() + make_interval(secs => $2::float8), \
+                 dispatch_attempts = dispatch_attempts + 1, \
+                 prompt_token = COALESCE(prompt_token, $3), updated_at = now() \
+             WHERE id = $1 \
+             RETURNING id, query_source, tables, max_duration_seconds, prompt_sha256, prompt_token, dispatch_attempts",
+        )
+        .bind(id)
+        .bind(lease.as_secs_f64())
+        .bind(new_token)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Claim::Job(ClaimedJob {
+            id: row.try_get("id")?,
+            query_source: row.try_get("query_source")?,
+            tables: row.try_get("tables")?,
+            max_duration_seconds: row.try_get("max_duration_seconds")?,
+            prompt_sha256: row
+                .try_get::<Option<String>, _>("prompt_sha256")?
+                .unwrap_or_default(),
+            prompt_token: row
+                .try_get::<Option<String>, _>("prompt_token")?
+                .unwrap_or_default(),
+            attempts: row.try_get("dispatch_attempts")?,
+        }))
+    }
+
+    /// The dispatch went out (or an earlier one was found): the agent runs.
+    /// Only the lease holder's job in `dispatching` moves; a stale worker's
+    /// late write changes nothing.
+    pub async fn record_dispatched(
+        &self,
+        id: i64,
+        run_id: Option<i64>,
+        run_url: Option<&str>,
+        request: &serde_json::Value,
+        outcome: &str,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let moved = sqlx::query(
+            "UPDATE jobs SET state = 'agent_running', run_id = COALESCE($2, run_id), run_url = COALESCE($3, run_url), \
+                 dispatched_at = COALESCE(dispatched_at, now()), lease_until = NULL, state_reason = NULL, updated_at = now() \
+             WHERE id = $1 AND state = 'dispatching'",
+        )
+        .bind(id)
+        .bind(run_id)
+        .bind(run_url)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        insert_dispatch(&mut tx, id, false, request, outcome, run_id).await?;
+        tx.commit().await?;
+        Ok(moved)
+    }
+
+    /// Dry-run mode: what would have been sent is recorded; the job ends.
+    pub async fn record_dry_run(
+        &self,
+        id: i64,
+        request: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(
+            "UPDATE jobs SET state = 'dry_run', ended_at = now(), lease_until = NULL, dispatched_at = now(), \
+                 state_reason = 'dry run: no GitHub credentials configured', updated_at = now() \
+             WHERE id = $1 AND state = 'dispatching'",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        insert_dispatch(&mut tx, id, true, request, "dry_run", None).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The dispatch failed for good.
+    pub async fn record_dispatch_failed(
+        &self,
+        id: i64,
+        error: &str,
+        request: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(
+            "UPDATE jobs SET state = 'failed', ended_at = now(), lease_until = NULL, state_reason = $2, updated_at = now() \
+             WHERE id = $1 AND state = 'dispatching'",
+        )
+        .bind(id)
+        .bind(error)
+        .execute(&mut *tx)
+        .await?;
+        insert_dispatch(
+            &mut tx,
+            id,
+            false,
+            request,
+            &format!("failed: {error}"),
+            None,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Extends a lease while a dispatcher waits out a rate limit.
+    pub async fn renew_lease(&self, id: i64, lease: Duration) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE jobs SET lease_until = now() + make_interval(secs => $2::float8) WHERE id = $1 AND state = 'dispatching'",
+        )
+        .bind(id)
+        .bind(lease.as_secs_f64())
+        .execute(self.pool())
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    pub async fn set_paused(&self, paused: bool) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO service_flags (name, enabled) VALUES ('dispatch_paused', $1) \
+             ON CONFLICT (name) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()",
+        )
+        .bind(paused)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    pub async fn dispatch_status(&self) -> Result<DispatchStatus, StoreError> {
+        let row = sqlx::query(
+            "SELECT \
+               COALESCE((SELECT enabled FROM service_flags WHERE name = 'dispatch_paused'), false) AS paused, \
+               (SELECT count(*) FROM jobs WHERE dispatched_at >= date_trunc('day', now())) AS today, \
+               (SELECT count(*) FROM jobs WHERE state IN ('dispatching', 'agent_running')) AS running, \
+               (SELECT count(*) FROM jobs WHERE state = 'queued') AS queued",
+        )
+        .fetch_one(self.pool())
+        .await?;
+        Ok(DispatchStatus {
+            paused: row.try_get("paused")?,
+            dispatched_today: row.try_get("today")?,
+            running: row.try_get("running")?,
+            queued: row.try_get("queued")?,
+        })
+    }
+
+    /// Jobs whose agent runs: (id, run_id, dispatched more than `timeout` ago).
+    pub async fn running_jobs(
+        &self,
+        timeout: Duration,
+    ) -> Result<Vec<(i64, Option<i64>, bool)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, run_id, dispatched_at < now() - make_interval(secs => $1::float8) AS overdue \
+             FROM jobs WHERE state = 'agent_running' ORDER BY id LIMIT 200",
+        )
+        .bind(timeout.as_secs_f64())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("id")?,
+                    r.try_get("run_id")?,
+                    r.try_get("overdue")?,
+                ))
+            })
+            .collect()
+    }
+
+    /// Ends a running job (`no_pr`, `expired`) unless it moved on meanwhile.
+    pub async fn end_running_job(
+        &self,
+        id: i64,
+        state: longtx_core::JobState,
+        reason: &str,
+    ) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE jobs SET state = $2, ended_at = now(), state_reason = $3, updated_at = now() \
+             WHERE id = $1 AND state = 'agent_running'",
+        )
+        .bind(id)
+        .bind(state.as_str())
+        .bind(reason)
+        .execute(self.pool())
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Records a run id found later (by polling) for a running job.
+    pub async fn set_run(
+        &self,
+        id: i64,
+        run_id: i64,
+        run_url: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE jobs SET run_id = $2, run_url = COALESCE($3, run_url) WHERE id = $1 AND run_id IS NULL")
+            .bind(id)
+            .bind(run_id)
+            .bind(run_url)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}
+
+/// Why queued jobs must wait now, if they must.
+async fn blocked_reason(
+    conn: &mut sqlx::PgConnection,
+    caps: Caps,
+) -> Result<Option<String>, StoreError> {
+    let row = sqlx::query(
+        "SELECT \
+           COALESCE((SELECT enabled FROM service_flags WHERE name = 'dispatch_paused'), false) AS paused, \
+           (SELECT count(*) FROM jobs WHERE dispatched_at >= date_trunc('day', now()) OR (state = 'dispatching' AND dispatched_at IS NULL)) AS today, \
+           (SELECT count(*) FROM jobs WHERE state IN ('dispatching', 'agent_running')) AS running",
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let paused: bool = row.try_get("paused")?;
+    let today: i64 = row.try_get("today")?;
+    let running: i64 = row.try_get("running")?;
+    Ok(if paused {
+        Some("waiting: dispatch is paused".to_owned())
+    } else if today >= caps.max_per_day {
+        Some(format!(
+            "waiting: the daily dispatch cap ({}) is reached",
+            caps.max_per_day
+        ))
+    } else if running >= caps.max_running {
+        Some(format!(
+            "waiting: {} agent runs are going, the most allowed at once",
+            caps.max_running
+        ))
+    } else {
+        None
+    })
+}
+
+async fn insert_dispatch(
+    conn: &mut sqlx::PgConnection,
+    job_id: i64,
+    dry_run: bool,
+    request: &serde_json::Value,
+    outcome: &str,
+    run_id: Option<i64>,
+) -> Result<(), StoreError> {
+    sqlx::query("INSERT INTO dispatches (job_id, dry_run, request, outcome, run_id) VALUES ($1, $2, $3, $4, $5)")
+        .bind(job_id)
+        .bind(dry_run)
+        .bind(request)
+        .bind(outcome)
+        .bind(run_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
