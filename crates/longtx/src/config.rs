@@ -29,6 +29,20 @@ struct FileConfig {
     prompt_template: Option<PathBuf>,
     repo_path: Option<PathBuf>,
     prompt_budget_bytes: Option<usize>,
+    github_token: Option<String>,
+    github_app_id: Option<u64>,
+    github_app_private_key_file: Option<PathBuf>,
+    github_installation_id: Option<u64>,
+    github_api_url: Option<String>,
+    github_repo: Option<String>,
+    workflow: Option<String>,
+    workflow_ref: Option<String>,
+    max_dispatches_per_day: Option<i64>,
+    max_running: Option<i64>,
+    paused: Option<bool>,
+    agent_timeout: Option<String>,
+    dispatch_lease: Option<String>,
+    public_url: Option<String>,
 }
 
 #[derive(Clone)]
@@ -53,6 +67,25 @@ pub struct Config {
     /// A checkout of the target repository, where the code is looked up.
     pub repo_path: Option<PathBuf>,
     pub prompt_budget_bytes: usize,
+    pub github: GitHubConfig,
+}
+
+/// GitHub access and dispatch. No credentials: dry-run mode.
+#[derive(Clone)]
+pub struct GitHubConfig {
+    pub credentials: Option<longtx_github::Credentials>,
+    pub api_url: String,
+    pub repo: Option<String>,
+    pub workflow: String,
+    pub workflow_ref: Option<String>,
+    pub max_dispatches_per_day: i64,
+    pub max_running: i64,
+    /// `Some` when set: applied to the shared pause switch at start.
+    pub paused: Option<bool>,
+    pub agent_timeout: Duration,
+    pub dispatch_lease: Duration,
+    /// Where the workflow reaches this service (to fetch prompts).
+    pub public_url: String,
 }
 
 /// Secrets never reach logs: Debug shows only whether they are set.
@@ -76,6 +109,16 @@ impl fmt::Debug for Config {
             .field("prompt_template", &self.prompt_template)
             .field("repo_path", &self.repo_path)
             .field("prompt_budget_bytes", &self.prompt_budget_bytes)
+            .field("github_credentials", &self.github.credentials)
+            .field("github_api_url", &self.github.api_url)
+            .field("github_repo", &self.github.repo)
+            .field("workflow", &self.github.workflow)
+            .field(
+                "max_dispatches_per_day",
+                &self.github.max_dispatches_per_day,
+            )
+            .field("max_running", &self.github.max_running)
+            .field("public_url", &self.github.public_url)
             .finish()
     }
 }
@@ -142,6 +185,7 @@ impl Config {
         // An empty variable counts as unset, except LONGTX_EXCLUDE where it
         // means "exclude nothing".
         let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let file_gh = file_github(&file);
 
         let listen_text = var("LONGTX_LISTEN")
             .or(file.listen)
@@ -226,7 +270,10 @@ impl Config {
             ));
         }
 
+        let github = load_github(&var, &file_gh, listen)?;
+
         Ok(Config {
+            github,
             prompt_template: var("LONGTX_PROMPT_TEMPLATE")
                 .map(PathBuf::from)
                 .or(file.prompt_template)
@@ -275,6 +322,182 @@ impl Config {
             )?,
         })
     }
+}
+
+/// The GitHub keys of the file, apart, so `load_github` can own them.
+struct FileGitHub {
+    token: Option<String>,
+    app_id: Option<u64>,
+    app_key_file: Option<PathBuf>,
+    installation_id: Option<u64>,
+    api_url: Option<String>,
+    repo: Option<String>,
+    workflow: Option<String>,
+    workflow_ref: Option<String>,
+    max_per_day: Option<i64>,
+    max_running: Option<i64>,
+    paused: Option<bool>,
+    agent_timeout: Option<String>,
+    lease: Option<String>,
+    public_url: Option<String>,
+}
+
+fn file_github(file: &FileConfig) -> FileGitHub {
+    FileGitHub {
+        token: file.github_token.clone(),
+        app_id: file.github_app_id,
+        app_key_file: file.github_app_private_key_file.clone(),
+        installation_id: file.github_installation_id,
+        api_url: file.github_api_url.clone(),
+        repo: file.github_repo.clone(),
+        workflow: file.workflow.clone(),
+        workflow_ref: file.workflow_ref.clone(),
+        max_per_day: file.max_dispatches_per_day,
+        max_running: file.max_running,
+        paused: file.paused,
+        agent_timeout: file.agent_timeout.clone(),
+        lease: file.dispatch_lease.clone(),
+        public_url: file.public_url.clone(),
+    }
+}
+
+fn parse_number<T: std::str::FromStr>(
+    key: &'static str,
+    value: Option<String>,
+    file: Option<T>,
+    default: T,
+) -> Result<T, ConfigError> {
+    match value {
+        Some(v) => v
+            .trim()
+            .parse()
+            .map_err(|_| invalid(key, format!("{v:?} is not a whole number"))),
+        None => Ok(file.unwrap_or(default)),
+    }
+}
+
+fn parse_optional(
+    key: &'static str,
+    value: Option<String>,
+    file: Option<u64>,
+) -> Result<Option<u64>, ConfigError> {
+    match value {
+        Some(v) => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| invalid(key, format!("{v:?} is not a whole number"))),
+        None => Ok(file),
+    }
+}
+
+fn load_github(
+    var: &dyn Fn(&str) -> Option<String>,
+    file: &FileGitHub,
+    listen: SocketAddr,
+) -> Result<GitHubConfig, ConfigError> {
+    let token = var("LONGTX_GITHUB_TOKEN")
+        .or_else(|| var("GITHUB_TOKEN"))
+        .or(file.token.clone());
+    let app_id = parse_optional(
+        "LONGTX_GITHUB_APP_ID",
+        var("LONGTX_GITHUB_APP_ID"),
+        file.app_id,
+    )?;
+    let credentials = match (token, app_id) {
+        (Some(token), _) => Some(longtx_github::Credentials::Token(token)),
+        (None, Some(app_id)) => {
+            let key_file = var("LONGTX_GITHUB_APP_PRIVATE_KEY_FILE")
+                .map(PathBuf::from)
+                .or(file.app_key_file.clone())
+                .ok_or_else(|| {
+                    invalid(
+                        "LONGTX_GITHUB_APP_PRIVATE_KEY_FILE",
+                        "is required with LONGTX_GITHUB_APP_ID",
+                    )
+                })?;
+            let private_key_pem = std::fs::read_to_string(&key_file).map_err(|e| {
+                invalid(
+                    "LONGTX_GITHUB_APP_PRIVATE_KEY_FILE",
+                    format!("cannot read {}: {e}", key_file.display()),
+                )
+            })?;
+            let installation_id = parse_optional(
+                "LONGTX_GITHUB_INSTALLATION_ID",
+                var("LONGTX_GITHUB_INSTALLATION_ID"),
+                file.installation_id,
+            )?
+            .ok_or_else(|| {
+                invalid(
+                    "LONGTX_GITHUB_INSTALLATION_ID",
+                    "is required with LONGTX_GITHUB_APP_ID",
+                )
+            })?;
+            Some(longtx_github::Credentials::App {
+                app_id,
+                private_key_pem,
+                installation_id,
+            })
+        }
+        (None, None) => None,
+    };
+    let repo = var("LONGTX_GITHUB_REPO").or(file.repo.clone());
+    if let Some(repo) = &repo {
+        repo.parse::<longtx_github::RepoName>()
+            .map_err(|e| invalid("LONGTX_GITHUB_REPO", e))?;
+    } else if credentials.is_some() {
+        return Err(invalid(
+            "LONGTX_GITHUB_REPO",
+            "is required when GitHub credentials are set (owner/name)",
+        ));
+    }
+    let paused = match var("LONGTX_PAUSED") {
+        Some(v) => Some(matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "yes" | "on"
+        )),
+        None => file.paused,
+    };
+    let duration = |key: &'static str, text: Option<String>, default: &str| {
+        parse_duration(&text.unwrap_or_else(|| default.to_owned())).map_err(|e| invalid(key, e))
+    };
+    Ok(GitHubConfig {
+        credentials,
+        api_url: var("LONGTX_GITHUB_API_URL")
+            .or(file.api_url.clone())
+            .unwrap_or_else(|| "https://api.github.com".into()),
+        repo,
+        workflow: var("LONGTX_WORKFLOW")
+            .or(file.workflow.clone())
+            .unwrap_or_else(|| "long-transaction-fix.yml".into()),
+        workflow_ref: var("LONGTX_WORKFLOW_REF").or(file.workflow_ref.clone()),
+        max_dispatches_per_day: parse_number(
+            "LONGTX_MAX_DISPATCHES_PER_DAY",
+            var("LONGTX_MAX_DISPATCHES_PER_DAY"),
+            file.max_per_day,
+            10,
+        )?,
+        max_running: parse_number(
+            "LONGTX_MAX_RUNNING",
+            var("LONGTX_MAX_RUNNING"),
+            file.max_running,
+            3,
+        )?,
+        paused,
+        agent_timeout: duration(
+            "LONGTX_AGENT_TIMEOUT",
+            var("LONGTX_AGENT_TIMEOUT").or(file.agent_timeout.clone()),
+            "2h",
+        )?,
+        dispatch_lease: duration(
+            "LONGTX_DISPATCH_LEASE",
+            var("LONGTX_DISPATCH_LEASE").or(file.lease.clone()),
+            "5m",
+        )?,
+        public_url: var("LONGTX_PUBLIC_URL")
+            .or(file.public_url.clone())
+            .unwrap_or_else(|| format!("http://{listen}")),
+    })
 }
 
 /// `orders=300,users=50`.
@@ -336,6 +559,15 @@ mod tests {
         assert_eq!(c.prompt_template, PathBuf::from("patterns/_prompt.md.tera"));
         assert_eq!(c.prompt_budget_bytes, 48 * 1024);
         assert!(c.repo_path.is_none());
+        assert!(c.github.credentials.is_none(), "no credentials: dry run");
+        assert_eq!(c.github.api_url, "https://api.github.com");
+        assert_eq!(c.github.workflow, "long-transaction-fix.yml");
+        assert_eq!(
+            (c.github.max_dispatches_per_day, c.github.max_running),
+            (10, 3)
+        );
+        assert_eq!(c.github.agent_timeout, Duration::from_secs(7200));
+        assert_eq!(c.github.paused, None);
     }
 
     #[test]
@@ -381,5 +613,23 @@ mod tests {
             !shown.contains("hunter2") && !shown.contains("pw@"),
             "{shown}"
         );
+        let err = load(&[("GITHUB_TOKEN", "ghp_x")], None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("LONGTX_GITHUB_REPO") && !err.contains("ghp_x"),
+            "{err}"
+        );
+        let c = load(
+            &[
+                ("GITHUB_TOKEN", "ghp_secret"),
+                ("LONGTX_GITHUB_REPO", "acme/app"),
+                ("LONGTX_PAUSED", "true"),
+            ],
+            None,
+        )
+        .unwrap();
+        assert_eq!(c.github.paused, Some(true));
+        assert!(!format!("{c:?}").contains("ghp_secret"));
     }
 }

@@ -41,6 +41,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         ignore_list,
     )
     .with_prompts(prompts);
+    let state = match start_dispatcher(&config, &db.store, state).await {
+        Ok(state) => state,
+        Err(err) => {
+            db.shutdown().await;
+            return Err(err);
+        }
+    };
     let retention = tokio::spawn(purge_old_alert_events(
         db.store.clone(),
         config.alert_retention,
@@ -54,6 +61,58 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     tracing::info!("in-flight requests finished; shutting down");
     db.shutdown().await;
     served.context("serving HTTP")
+}
+
+/// Starts the dispatcher: live with GitHub credentials, else dry-run.
+async fn start_dispatcher(
+    config: &Config,
+    store: &longtx_store::Store,
+    state: AppState,
+) -> anyhow::Result<AppState> {
+    let gh = &config.github;
+    if let Some(paused) = gh.paused {
+        store
+            .set_paused(paused)
+            .await
+            .context("applying LONGTX_PAUSED")?;
+    }
+    let repo = gh
+        .repo
+        .as_deref()
+        .unwrap_or("unset/unset")
+        .parse()
+        .map_err(anyhow::Error::msg)?;
+    let settings = longtx_pipeline::DispatchSettings {
+        repo,
+        workflow: gh.workflow.clone(),
+        git_ref: gh.workflow_ref.clone(),
+        caps: longtx_store::Caps {
+            max_per_day: gh.max_dispatches_per_day,
+            max_running: gh.max_running,
+        },
+        lease: gh.dispatch_lease,
+        agent_timeout: gh.agent_timeout,
+        public_url: gh.public_url.clone(),
+        idle_poll: Duration::from_secs(1),
+        run_poll: Duration::from_secs(60),
+    };
+    let github = match &gh.credentials {
+        Some(credentials) => Some(Arc::new(
+            longtx_github::OctocrabGitHub::new(&gh.api_url, credentials, Duration::from_secs(30))
+                .context("GitHub client")?,
+        )),
+        None => {
+            tracing::warn!("no GitHub credentials (LONGTX_GITHUB_TOKEN, GITHUB_TOKEN or a GitHub App): dry-run mode, dispatches are recorded, not sent");
+            None
+        }
+    };
+    let info = longtx_http::DispatchInfo {
+        max_per_day: gh.max_dispatches_per_day,
+        max_running: gh.max_running,
+        dry_run: github.is_none(),
+    };
+    longtx_pipeline::spawn_dispatcher(store.clone(), settings, github);
+    Ok(state.with_dispatch(info))
 }
 
 fn load_ignore_list(path: &Path) -> anyhow::Result<IgnoreList> {
