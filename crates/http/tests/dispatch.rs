@@ -442,3 +442,88 @@ mod sha2_check {
             .collect()
     }
 }
+
+#[tokio::test]
+async fn a_timed_out_dispatch_that_created_its_run_is_not_sent_again() {
+    let github = FakeGitHub::start().await;
+    // GitHub creates the run but answers after the client has given up.
+    github.fail_next([Fault::AcceptThenHang(Duration::from_secs(2))]);
+    let app = TestApp::builder()
+        .prompts(shipped_prompt_sources())
+        .dispatcher(
+            dispatch_settings(),
+            Some(github.client(Duration::from_millis(400))),
+        )
+        .spawn()
+        .await;
+    fire(&app, "Timeout::Worker").await;
+    let states = wait_for_state(&app, "agent_running", 1).await;
+    assert_eq!(states[0].1, "agent_running");
+    assert_eq!(github.runs().len(), 1);
+    assert_eq!(
+        github.dispatch_requests().len(),
+        1,
+        "the run was looked up, not dispatched twice"
+    );
+}
+
+#[tokio::test]
+async fn a_run_that_fails_makes_the_job_no_pr_and_a_silent_one_expires() {
+    let github = FakeGitHub::start().await;
+    let app = TestApp::builder()
+        .prompts(shipped_prompt_sources())
+        .dispatcher(
+            dispatch_settings(),
+            Some(github.client(Duration::from_secs(5))),
+        )
+        .spawn()
+        .await;
+    let job = fire(&app, "Gives::UpWorker").await["job_id"]
+        .as_i64()
+        .unwrap();
+    wait_for_state(&app, "agent_running", 1).await;
+    github.complete_run(github.runs()[0]["id"].as_u64().unwrap(), "failure");
+    let states = wait_for_state(&app, "no_pr", 1).await;
+    assert_eq!(states, vec![(job, "no_pr".to_string())]);
+
+    let mut settings = dispatch_settings();
+    settings.agent_timeout = Duration::from_millis(300);
+    let quiet = TestApp::builder()
+        .prompts(shipped_prompt_sources())
+        .dispatcher(settings, Some(github.client(Duration::from_secs(5))))
+        .spawn()
+        .await;
+    let job = fire(&quiet, "Silent::Worker").await["job_id"]
+        .as_i64()
+        .unwrap();
+    let states = wait_for_state(&quiet, "expired", 1).await;
+    assert_eq!(states, vec![(job, "expired".to_string())]);
+}
+
+#[tokio::test]
+async fn the_running_cap_holds_too() {
+    let github = FakeGitHub::start().await;
+    let mut settings = dispatch_settings();
+    settings.caps = Caps {
+        max_per_day: 100,
+        max_running: 1,
+    };
+    let app = TestApp::builder()
+        .prompts(shipped_prompt_sources())
+        .dispatcher(settings, Some(github.client(Duration::from_secs(5))))
+        .spawn()
+        .await;
+    fire(&app, "RunA::Worker").await;
+    fire(&app, "RunB::Worker").await;
+    wait_for_state(&app, "agent_running", 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(github.runs().len(), 1);
+    let (_, queued) = app.get_json("/api/jobs?state=queued").await;
+    assert!(
+        queued["jobs"][0]["state_reason"]
+            .as_str()
+            .unwrap()
+            .contains("1 agent runs are going"),
+        "{queued}"
+    );
+}

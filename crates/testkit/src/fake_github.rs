@@ -33,6 +33,7 @@ struct Inner {
     requests: Vec<String>,
     latency: Duration,
     next_run_id: u64,
+    last_auth: Option<String>,
 }
 
 #[derive(Clone, Default)]
@@ -49,6 +50,10 @@ impl FakeGitHub {
         }));
         let app = Router::new()
             .route("/repos/{owner}/{repo}", get(repository))
+            .route(
+                "/app/installations/{id}/access_tokens",
+                post(installation_token),
+            )
             .route(
                 "/repos/{owner}/{repo}/actions/workflows/{workflow}/dispatches",
                 post(dispatch),
@@ -107,6 +112,11 @@ impl FakeGitHub {
         self.inner.lock().unwrap().requests.clone()
     }
 
+    /// The Authorization header of the last repository request.
+    pub fn last_auth(&self) -> Option<String> {
+        self.inner.lock().unwrap().last_auth.clone()
+    }
+
     /// Ends a run the way GitHub would report it.
     pub fn complete_run(&self, run_id: u64, conclusion: &str) {
         let mut inner = self.inner.lock().unwrap();
@@ -132,6 +142,43 @@ async fn arrive(inner: &Shared, line: String) {
     }
 }
 
+/// A GitHub App exchanges its JWT for an installation token here.
+async fn installation_token(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+) -> Response {
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    arrive(
+        &inner,
+        format!("POST /app/installations/{id}/access_tokens"),
+    )
+    .await;
+    // A JWT is three base64url parts; anything else is refused.
+    let jwt = auth.strip_prefix("Bearer ").unwrap_or("");
+    if jwt.split('.').count() != 3 {
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"message": "A JSON web token could not be decoded"})),
+        )
+            .into_response();
+    }
+    (
+        StatusCode::CREATED,
+        Json(json!({
+            "token": format!("ghs_installation_{id}"),
+            "expires_at": "2099-01-01T00:00:00Z",
+            "permissions": {"actions": "write", "contents": "write", "pull_requests": "write"},
+            "repository_selection": "selected",
+        })),
+    )
+        .into_response()
+}
+
 fn authorised(headers: &HeaderMap) -> bool {
     headers
         .get("authorization")
@@ -143,7 +190,20 @@ async fn repository(
     headers: HeaderMap,
     Path((owner, repo)): Path<(String, String)>,
 ) -> Response {
-    arrive(&inner, format!("GET /repos/{owner}/{repo}")).await;
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    arrive(
+        &inner,
+        format!(
+            "GET /repos/{owner}/{repo} auth={}",
+            auth.split(' ').next().unwrap_or("")
+        ),
+    )
+    .await;
+    inner.lock().unwrap().last_auth = Some(auth);
     if !authorised(&headers) {
         return (
             StatusCode::UNAUTHORIZED,
