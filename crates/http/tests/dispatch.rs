@@ -2,7 +2,7 @@
 //! alerts, two service instances, a dispatcher killed mid-call, GitHub
 //! errors, caps and the pause, and a slow GitHub with a pool of one.
 
-use longtx_pipeline::spawn_dispatcher;
+use longtx_pipeline::{spawn_dispatcher, DispatchSettings};
 use longtx_store::Caps;
 use longtx_testkit::payloads::{AmAlert, AmWebhook};
 use longtx_testkit::{
@@ -49,6 +49,19 @@ async fn wait_for_state(app: &TestApp, state: &str, count: usize) -> Vec<(i64, S
     }
 }
 
+/// An app that renders prompts and dispatches to `github`, as `serve` does.
+async fn dispatching_app(
+    github: &FakeGitHub,
+    settings: DispatchSettings,
+    client_timeout: Duration,
+) -> TestApp {
+    TestApp::builder()
+        .prompts(shipped_prompt_sources())
+        .dispatcher(settings, Some(github.client(client_timeout)))
+        .spawn()
+        .await
+}
+
 fn unlimited() -> Caps {
     Caps {
         max_per_day: 1000,
@@ -61,11 +74,7 @@ async fn a_hundred_alerts_over_ten_sources_make_ten_dispatches() {
     let github = FakeGitHub::start().await;
     let mut settings = dispatch_settings();
     settings.caps = unlimited();
-    let app = TestApp::builder()
-        .prompts(shipped_prompt_sources())
-        .dispatcher(settings, Some(github.client(Duration::from_secs(5))))
-        .spawn()
-        .await;
+    let app = dispatching_app(&github, settings, Duration::from_secs(5)).await;
     join_all((0..100).map(|i| {
         let app = &app;
         async move { fire(app, &format!("Fleet{}Worker", i % 10)).await }
@@ -115,14 +124,7 @@ async fn two_instances_on_one_database_still_make_ten_dispatches() {
     let github = FakeGitHub::start().await;
     let mut settings = dispatch_settings();
     settings.caps = unlimited();
-    let first = TestApp::builder()
-        .prompts(shipped_prompt_sources())
-        .dispatcher(
-            settings.clone(),
-            Some(github.client(Duration::from_secs(5))),
-        )
-        .spawn()
-        .await;
+    let first = dispatching_app(&github, settings.clone(), Duration::from_secs(5)).await;
     let second = TestApp::builder()
         .database(first.db.clone())
         .prompts(shipped_prompt_sources())
@@ -191,14 +193,7 @@ async fn a_dispatcher_killed_between_the_call_and_its_write_causes_no_second_run
 async fn server_errors_and_rate_limits_are_retried() {
     let github = FakeGitHub::start().await;
     github.fail_next([Fault::Status(502), Fault::Status(502), Fault::RetryAfter(1)]);
-    let app = TestApp::builder()
-        .prompts(shipped_prompt_sources())
-        .dispatcher(
-            dispatch_settings(),
-            Some(github.client(Duration::from_secs(5))),
-        )
-        .spawn()
-        .await;
+    let app = dispatching_app(&github, dispatch_settings(), Duration::from_secs(5)).await;
     let started = Instant::now();
     fire(&app, "Flaky::Worker").await;
     let states = wait_for_state(&app, "agent_running", 1).await;
@@ -219,14 +214,7 @@ async fn server_errors_and_rate_limits_are_retried() {
 async fn a_refused_dispatch_fails_the_job_with_the_error() {
     let github = FakeGitHub::start().await;
     github.fail_next([Fault::Status(422)]);
-    let app = TestApp::builder()
-        .prompts(shipped_prompt_sources())
-        .dispatcher(
-            dispatch_settings(),
-            Some(github.client(Duration::from_secs(5))),
-        )
-        .spawn()
-        .await;
+    let app = dispatching_app(&github, dispatch_settings(), Duration::from_secs(5)).await;
     let job = fire(&app, "Refused::Worker").await["job_id"]
         .as_i64()
         .unwrap();
@@ -250,11 +238,7 @@ async fn the_daily_cap_and_the_pause_hold_jobs_back_and_say_why() {
         max_per_day: 2,
         max_running: 10,
     };
-    let app = TestApp::builder()
-        .prompts(shipped_prompt_sources())
-        .dispatcher(settings, Some(github.client(Duration::from_secs(5))))
-        .spawn()
-        .await;
+    let app = dispatching_app(&github, settings, Duration::from_secs(5)).await;
     for source in ["CapA::Worker", "CapB::Worker", "CapC::Worker"] {
         fire(&app, source).await;
     }
@@ -277,14 +261,7 @@ async fn the_daily_cap_and_the_pause_hold_jobs_back_and_say_why() {
 #[tokio::test]
 async fn paused_dispatch_waits_until_resumed() {
     let github = FakeGitHub::start().await;
-    let app = TestApp::builder()
-        .prompts(shipped_prompt_sources())
-        .dispatcher(
-            dispatch_settings(),
-            Some(github.client(Duration::from_secs(5))),
-        )
-        .spawn()
-        .await;
+    let app = dispatching_app(&github, dispatch_settings(), Duration::from_secs(5)).await;
     let pause = app.client.post(app.url("/api/pause")).send().await.unwrap();
     assert_eq!(pause.status(), 200);
     let job = fire(&app, "Paused::Worker").await["job_id"]
@@ -448,14 +425,7 @@ async fn a_timed_out_dispatch_that_created_its_run_is_not_sent_again() {
     let github = FakeGitHub::start().await;
     // GitHub creates the run but answers after the client has given up.
     github.fail_next([Fault::AcceptThenHang(Duration::from_secs(2))]);
-    let app = TestApp::builder()
-        .prompts(shipped_prompt_sources())
-        .dispatcher(
-            dispatch_settings(),
-            Some(github.client(Duration::from_millis(400))),
-        )
-        .spawn()
-        .await;
+    let app = dispatching_app(&github, dispatch_settings(), Duration::from_millis(400)).await;
     fire(&app, "Timeout::Worker").await;
     let states = wait_for_state(&app, "agent_running", 1).await;
     assert_eq!(states[0].1, "agent_running");
@@ -470,14 +440,7 @@ async fn a_timed_out_dispatch_that_created_its_run_is_not_sent_again() {
 #[tokio::test]
 async fn a_run_that_fails_makes_the_job_no_pr_and_a_silent_one_expires() {
     let github = FakeGitHub::start().await;
-    let app = TestApp::builder()
-        .prompts(shipped_prompt_sources())
-        .dispatcher(
-            dispatch_settings(),
-            Some(github.client(Duration::from_secs(5))),
-        )
-        .spawn()
-        .await;
+    let app = dispatching_app(&github, dispatch_settings(), Duration::from_secs(5)).await;
     let job = fire(&app, "Gives::UpWorker").await["job_id"]
         .as_i64()
         .unwrap();
@@ -488,11 +451,7 @@ async fn a_run_that_fails_makes_the_job_no_pr_and_a_silent_one_expires() {
 
     let mut settings = dispatch_settings();
     settings.agent_timeout = Duration::from_millis(300);
-    let quiet = TestApp::builder()
-        .prompts(shipped_prompt_sources())
-        .dispatcher(settings, Some(github.client(Duration::from_secs(5))))
-        .spawn()
-        .await;
+    let quiet = dispatching_app(&github, settings, Duration::from_secs(5)).await;
     let job = fire(&quiet, "Silent::Worker").await["job_id"]
         .as_i64()
         .unwrap();
@@ -508,11 +467,7 @@ async fn the_running_cap_holds_too() {
         max_per_day: 100,
         max_running: 1,
     };
-    let app = TestApp::builder()
-        .prompts(shipped_prompt_sources())
-        .dispatcher(settings, Some(github.client(Duration::from_secs(5))))
-        .spawn()
-        .await;
+    let app = dispatching_app(&github, settings, Duration::from_secs(5)).await;
     fire(&app, "RunA::Worker").await;
     fire(&app, "RunB::Worker").await;
     wait_for_state(&app, "agent_running", 1).await;
