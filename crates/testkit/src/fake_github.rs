@@ -179,6 +179,14 @@ async fn installation_token(
         .into_response()
 }
 
+fn bad_credentials() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        Json(json!({"message": "Bad credentials"})),
+    )
+        .into_response()
+}
+
 fn authorised(headers: &HeaderMap) -> bool {
     headers
         .get("authorization")
@@ -205,11 +213,7 @@ async fn repository(
     .await;
     inner.lock().unwrap().last_auth = Some(auth);
     if !authorised(&headers) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            Json(json!({"message": "Bad credentials"})),
-        )
-            .into_response();
+        return bad_credentials();
     }
     Json(json!({"full_name": format!("{owner}/{repo}"), "default_branch": "main"})).into_response()
 }
@@ -226,11 +230,7 @@ async fn dispatch(
     )
     .await;
     if !authorised(&headers) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            Json(json!({"message": "Bad credentials"})),
-        )
-            .into_response();
+        return bad_credentials();
     }
     let (fault, run) = {
         let mut inner = inner.lock().unwrap();
@@ -295,8 +295,12 @@ async fn dispatch(
 
 async fn list_runs(
     State(inner): State<Shared>,
+    headers: HeaderMap,
     Path((owner, repo, workflow)): Path<(String, String, String)>,
 ) -> Response {
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
     arrive(
         &inner,
         format!("GET /repos/{owner}/{repo}/actions/workflows/{workflow}/runs"),
@@ -308,8 +312,12 @@ async fn list_runs(
 
 async fn one_run(
     State(inner): State<Shared>,
+    headers: HeaderMap,
     Path((owner, repo, id)): Path<(String, String, u64)>,
 ) -> Response {
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
     arrive(
         &inner,
         format!("GET /repos/{owner}/{repo}/actions/runs/{id}"),
