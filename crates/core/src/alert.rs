@@ -181,8 +181,8 @@ impl BodyError {
 
 /// serde's derived structs also accept JSON arrays (fields by position);
 /// webhook bodies and alerts must be objects, so say so before parsing.
-pub(crate) fn require_object(raw: &serde_json::value::RawValue) -> Result<(), String> {
-    if raw.get().trim_start().starts_with('{') {
+pub(crate) fn require_object(json: &[u8]) -> Result<(), String> {
+    if json.trim_ascii_start().starts_with(b"{") {
         Ok(())
     } else {
         Err("expected a JSON object".to_owned())

@@ -45,9 +45,9 @@ pub struct AlertmanagerAlert {
 
 /// Parses a whole webhook body into its alerts.
 pub fn parse_body(body: &[u8]) -> Result<(Envelope, Vec<ReceivedAlert>), BodyError> {
-    let raw: Box<RawValue> = serde_json::from_slice(body).map_err(BodyError::json)?;
-    require_object(&raw).map_err(BodyError::Json)?;
-    let envelope: Envelope = serde_json::from_str(raw.get()).map_err(BodyError::json)?;
+    // The envelope itself is not kept: parse it once, straight from the body.
+    require_object(body).map_err(BodyError::Json)?;
+    let envelope: Envelope = serde_json::from_slice(body).map_err(BodyError::json)?;
     if let Some(version) = envelope.version.as_deref() {
         if version != "4" {
             return Err(BodyError::UnsupportedVersion(version.to_owned()));
@@ -63,7 +63,7 @@ pub fn parse_body(body: &[u8]) -> Result<(Envelope, Vec<ReceivedAlert>), BodyErr
 }
 
 fn parse_one(raw: Box<RawValue>, group_status: Option<&str>) -> ReceivedAlert {
-    let typed = require_object(&raw).and_then(|()| {
+    let typed = require_object(raw.get().as_bytes()).and_then(|()| {
         serde_json::from_str::<AlertmanagerAlert>(raw.get()).map_err(|e| e.to_string())
     });
     match typed {

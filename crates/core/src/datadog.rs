@@ -59,7 +59,7 @@ fn loose_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Er
 /// Parses a Datadog webhook body: always exactly one alert.
 pub fn parse_body(body: &[u8]) -> Result<ReceivedAlert, BodyError> {
     let raw: Box<RawValue> = serde_json::from_slice(body).map_err(BodyError::json)?;
-    require_object(&raw).map_err(BodyError::Json)?;
+    require_object(raw.get().as_bytes()).map_err(BodyError::Json)?;
     let payload: DatadogPayload = serde_json::from_str(raw.get()).map_err(BodyError::json)?;
     let query_source_hint = tag_value(&payload, "query_source").map(str::to_owned);
     Ok(ReceivedAlert {
