@@ -42,7 +42,11 @@ pub enum Claim {
 #[derive(Debug, Clone, Serialize)]
 pub struct DispatchStatus {
     pub paused: bool,
+    /// Jobs dispatched since midnight UTC.
     pub dispatched_today: i64,
+    /// Claimed and not yet dispatched: they count against the daily cap.
+    pub in_flight: i64,
+    /// Dispatching or with an agent running.
     pub running: i64,
     pub queued: i64,
 }
@@ -71,7 +75,8 @@ impl Store {
         let id: Option<i64> = match expired {
             Some(row) => Some(row.try_get("id")?),
             None => {
-                if let Some(reason) = blocked_reason(&mut tx, caps).await? {
+                let status = dispatch_counts(&mut tx).await?;
+                if let Some(reason) = blocked_reason(&status, caps) {
                     sqlx::query(
                         "UPDATE jobs SET state_reason = $1 \
                          WHERE state = 'queued' AND state_reason IS DISTINCT FROM $1",
@@ -79,12 +84,8 @@ impl Store {
                     .bind(&reason)
                     .execute(&mut *tx)
                     .await?;
-                    let waiting: i64 =
-                        sqlx::query_scalar("SELECT count(*) FROM jobs WHERE state = 'queued'")
-                            .fetch_one(&mut *tx)
-                            .await?;
                     tx.commit().await?;
-                    return Ok(if waiting > 0 {
+                    return Ok(if status.queued > 0 {
                         Claim::Blocked(reason)
                     } else {
                         Claim::Idle
@@ -234,21 +235,8 @@ impl Store {
     }
 
     pub async fn dispatch_status(&self) -> Result<DispatchStatus, StoreError> {
-        let row = sqlx::query(
-            "SELECT \
-               COALESCE((SELECT enabled FROM service_flags WHERE name = 'dispatch_paused'), false) AS paused, \
-               (SELECT count(*) FROM jobs WHERE dispatched_at >= date_trunc('day', now())) AS today, \
-               (SELECT count(*) FROM jobs WHERE state IN ('dispatching', 'agent_running')) AS running, \
-               (SELECT count(*) FROM jobs WHERE state = 'queued') AS queued",
-        )
-        .fetch_one(self.pool())
-        .await?;
-        Ok(DispatchStatus {
-            paused: row.try_get("paused")?,
-            dispatched_today: row.try_get("today")?,
-            running: row.try_get("running")?,
-            queued: row.try_get("queued")?,
-        })
+        let mut conn = self.pool().acquire().await?;
+        dispatch_counts(&mut conn).await
     }
 
     /// Jobs whose agent runs: (id, run_id, dispatched more than `timeout` ago).
@@ -311,37 +299,44 @@ impl Store {
     }
 }
 
-/// Why queued jobs must wait now, if they must.
-async fn blocked_reason(
-    conn: &mut sqlx::PgConnection,
-    caps: Caps,
-) -> Result<Option<String>, StoreError> {
+/// The pause switch and the counts the caps are checked against, in one query.
+async fn dispatch_counts(conn: &mut sqlx::PgConnection) -> Result<DispatchStatus, StoreError> {
     let row = sqlx::query(
         "SELECT \
            COALESCE((SELECT enabled FROM service_flags WHERE name = 'dispatch_paused'), false) AS paused, \
-           (SELECT count(*) FROM jobs WHERE dispatched_at >= date_trunc('day', now()) OR (state = 'dispatching' AND dispatched_at IS NULL)) AS today, \
-           (SELECT count(*) FROM jobs WHERE state IN ('dispatching', 'agent_running')) AS running",
+           (SELECT count(*) FROM jobs WHERE dispatched_at >= date_trunc('day', now())) AS today, \
+           (SELECT count(*) FROM jobs WHERE state = 'dispatching' AND dispatched_at IS NULL) AS in_flight, \
+           (SELECT count(*) FROM jobs WHERE state IN ('dispatching', 'agent_running')) AS running, \
+           (SELECT count(*) FROM jobs WHERE state = 'queued') AS queued",
     )
     .fetch_one(&mut *conn)
     .await?;
-    let paused: bool = row.try_get("paused")?;
-    let today: i64 = row.try_get("today")?;
-    let running: i64 = row.try_get("running")?;
-    Ok(if paused {
+    Ok(DispatchStatus {
+        paused: row.try_get("paused")?,
+        dispatched_today: row.try_get("today")?,
+        in_flight: row.try_get("in_flight")?,
+        running: row.try_get("running")?,
+        queued: row.try_get("queued")?,
+    })
+}
+
+/// Why queued jobs must wait now, if they must.
+fn blocked_reason(status: &DispatchStatus, caps: Caps) -> Option<String> {
+    if status.paused {
         Some("waiting: dispatch is paused".to_owned())
-    } else if today >= caps.max_per_day {
+    } else if status.dispatched_today + status.in_flight >= caps.max_per_day {
         Some(format!(
             "waiting: the daily dispatch cap ({}) is reached",
             caps.max_per_day
         ))
-    } else if running >= caps.max_running {
+    } else if status.running >= caps.max_running {
         Some(format!(
             "waiting: {} agent runs are going, the most allowed at once",
             caps.max_running
         ))
     } else {
         None
-    })
+    }
 }
 
 async fn insert_dispatch(
