@@ -7,6 +7,7 @@
 
 pub mod alert;
 pub mod alertmanager;
+pub mod codeowners;
 pub mod datadog;
 pub mod duration;
 pub mod glob;
@@ -15,6 +16,7 @@ pub mod job;
 pub mod policy;
 pub mod query_logs;
 pub mod query_source;
+pub mod reviewers;
 
 pub use alert::{Alert, AlertOrigin, AlertStatus};
 pub use ignore_list::{IgnoreEntry, IgnoreList};

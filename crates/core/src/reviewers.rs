@@ -1,0 +1,191 @@
+//! Who reviews a fix PR: CODEOWNERS first, else the people who committed
+//! most to the changed files lately, else a fallback team. Pure: the
+//! adapters gather the facts (owners, history, who may review) and this
+//! module decides.
+
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+
+/// Someone GitHub can be asked for a review.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(tag = "kind", content = "name", rename_all = "snake_case")]
+pub enum Reviewer {
+    User(String),
+    /// `org/team-slug`.
+    Team(String),
+}
+
+impl Reviewer {
+    /// The key used for exclusions and open-review counts.
+    pub fn key(&self) -> String {
+        match self {
+            Reviewer::User(login) => login.to_ascii_lowercase(),
+            Reviewer::Team(team) => format!("@{}", team.to_ascii_lowercase()),
+        }
+    }
+}
+
+impl std::fmt::Display for Reviewer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reviewer::User(login) => write!(f, "@{login}"),
+            Reviewer::Team(team) => write!(f, "@{team}"),
+        }
+    }
+}
+
+/// A possible reviewer with the reason it was found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    pub reviewer: Reviewer,
+    pub reason: String,
+    /// History weight; 0 for CODEOWNERS, where every owner counts the same.
+    pub score: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Codeowners,
+    History,
+    Fallback,
+    Nobody,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Choice {
+    pub source: Source,
+    pub reviewers: Vec<Candidate>,
+    /// Candidates left out, with why (author, bot, not a collaborator).
+    pub skipped: Vec<(String, String)>,
+}
+
+/// Everything the choice depends on.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    /// Owners of the changed files, united, in the order first seen.
+    pub codeowners: Vec<Candidate>,
+    /// History candidates, in any order; sorted by score here.
+    pub history: Vec<Candidate>,
+    pub fallback_team: Option<String>,
+    /// Lowercased logins never asked: the PR author, longtx itself.
+    pub excluded: HashSet<String>,
+    /// Lowercased logins known not to be collaborators of the repository.
+    pub non_collaborators: HashSet<String>,
+    /// Open longtx reviews per [`Reviewer::key`].
+    pub open_reviews: HashMap<String, i64>,
+    pub max_reviewers: usize,
+}
+
+/// Bots never review: GitHub Apps' users end in `[bot]`.
+pub fn is_bot(login_or_name: &str) -> bool {
+    let lower = login_or_name.to_ascii_lowercase();
+    lower.ends_with("[bot]") || lower.contains("[bot]@")
+}
+
+pub fn choose(facts: &Facts) -> Choice {
+    let mut skipped = Vec::new();
+    let codeowners = eligible(&facts.codeowners, facts, &mut skipped);
+    if !codeowners.is_empty() {
+        return pick(Source::Codeowners, codeowners, facts, skipped);
+    }
+    let history = eligible(&facts.history, facts, &mut skipped);
+    if !history.is_empty() {
+        return pick(Source::History, history, facts, skipped);
+    }
+    if let Some(team) = &facts.fallback_team {
+        let fallback = Candidate {
+            reviewer: Reviewer::Team(team.clone()),
+            reason: "the fallback team: no code owner or recent committer could review".into(),
+            score: 0.0,
+        };
+        return Choice {
+            source: Source::Fallback,
+            reviewers: vec![fallback],
+            skipped,
+        };
+    }
+    Choice {
+        source: Source::Nobody,
+        reviewers: Vec::new(),
+        skipped,
+    }
+}
+
+fn eligible(
+    candidates: &[Candidate],
+    facts: &Facts,
+    skipped: &mut Vec<(String, String)>,
+) -> Vec<Candidate> {
+    let mut seen = HashSet::new();
+    let mut kept = Vec::new();
+    for candidate in candidates {
+        let key = candidate.reviewer.key();
+        if !seen.insert(key.clone()) {
+            continue;
+        }
+        let why_not = match &candidate.reviewer {
+            Reviewer::User(login) if is_bot(login) => Some("a bot"),
+            Reviewer::User(_) if facts.excluded.contains(&key) => {
+                Some("the PR's author or longtx itself")
+            }
+            Reviewer::User(_) if facts.non_collaborators.contains(&key) => {
+                Some("not a collaborator of the repository")
+            }
+            _ => None,
+        };
+        match why_not {
+            Some(reason) => skipped.push((candidate.reviewer.to_string(), reason.to_owned())),
+            None => kept.push(candidate.clone()),
+        }
+    }
+    kept
+}
+
+/// Highest score first; among equals, whoever has the fewest open longtx
+/// reviews, then by name so the choice is reproducible.
+fn pick(
+    source: Source,
+    mut candidates: Vec<Candidate>,
+    facts: &Facts,
+    skipped: Vec<(String, String)>,
+) -> Choice {
+    let open = |c: &Candidate| {
+        facts
+            .open_reviews
+            .get(&c.reviewer.key())
+            .copied()
+            .unwrap_or(0)
+    };
+    candidates.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| open(a).cmp(&open(b)))
+            .then_with(|| a.reviewer.cmp(&b.reviewer))
+    });
+    candidates.truncate(facts.max_reviewers.max(1));
+    Choice {
+        source,
+        reviewers: candidates,
+        skipped,
+    }
+}
+
+/// A commit's weight by age: it halves every `half_life_days`, so last
+/// month's work outweighs last year's without the old counting for nothing.
+pub fn recency_weight(age_days: f64, half_life_days: f64) -> f64 {
+    0.5f64.powf(age_days.max(0.0) / half_life_days)
+}
+
+/// The GitHub login inside a noreply address:
+/// `123+login@users.noreply.github.com` or `login@users.noreply.github.com`.
+pub fn noreply_login(email: &str) -> Option<&str> {
+    let local = email
+        .strip_suffix("@users.noreply.github.com")
+        .or_else(|| email.strip_suffix("@users.noreply.github.localhost"))?;
+    let login = local.split_once('+').map_or(local, |(_, login)| login);
+    (!login.is_empty() && !is_bot(login)).then_some(login)
+}
+
+#[cfg(test)]
+mod tests;

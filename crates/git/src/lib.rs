@@ -1,0 +1,1 @@
+pub fn _x(){ let _ = git2::Repository::open("."); }
