@@ -10,6 +10,7 @@ pub mod alertmanager;
 pub mod codeowners;
 pub mod datadog;
 pub mod duration;
+pub mod github_events;
 pub mod glob;
 pub mod ignore_list;
 pub mod job;

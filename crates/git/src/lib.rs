@@ -1,1 +1,77 @@
-pub fn _x(){ let _ = git2::Repository::open("."); }
+//! The target repository as longtx reads it, through git2.
+//!
+//! - [`Mirror`]: a bare local copy that longtx keeps fetched. Fetching runs
+//!   the `git` program, because git2's HTTPS transport needs OpenSSL and
+//!   this build uses rustls everywhere; all reading is git2.
+//! - [`codeowners_at`]: CODEOWNERS as of a ref (the PR's base branch).
+//! - [`history::file_history`]: who committed to a file lately.
+//! - [`gather`]: both, for a PR's changed files, as reviewer candidates.
+//!
+//! Nothing here touches the database; callers run it with no connection held.
+
+pub mod gather;
+pub mod history;
+mod mirror;
+
+pub use gather::{ChangedFile, Gathered, HistoryPerson};
+pub use history::{file_history, FileHistory, HistoryOptions};
+pub use mirror::Mirror;
+
+use longtx_core::codeowners::{Codeowners, LOCATIONS};
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+    #[error("fetching the mirror failed: {0}")]
+    Fetch(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Opens a repository, bare or with a work tree.
+pub fn open(path: &Path) -> Result<git2::Repository, GitError> {
+    Ok(git2::Repository::open(path)?)
+}
+
+/// The commit a revision (`HEAD`, `refs/heads/main`, a sha) names.
+pub fn commit_at<'r>(
+    repo: &'r git2::Repository,
+    rev: &str,
+) -> Result<git2::Commit<'r>, GitError> {
+    Ok(repo.revparse_single(rev)?.peel_to_commit()?)
+}
+
+/// A file's text as of a commit; `None` when the file is not there.
+pub fn read_at(
+    repo: &git2::Repository,
+    commit: &git2::Commit<'_>,
+    path: &str,
+) -> Result<Option<String>, GitError> {
+    let tree = commit.tree()?;
+    let entry = match tree.get_path(Path::new(path)) {
+        Ok(entry) => entry,
+        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    match repo.find_blob(entry.id()) {
+        Ok(blob) => Ok(Some(String::from_utf8_lossy(blob.content()).into_owned())),
+        // A directory or submodule by that name is not the file.
+        Err(_) => Ok(None),
+    }
+}
+
+/// The first CODEOWNERS file GitHub would use, as of `rev`, with its path.
+pub fn codeowners_at(
+    repo: &git2::Repository,
+    rev: &str,
+) -> Result<Option<(String, Codeowners)>, GitError> {
+    let commit = commit_at(repo, rev)?;
+    for location in LOCATIONS {
+        if let Some(text) = read_at(repo, &commit, location)? {
+            return Ok(Some((location.to_owned(), Codeowners::parse(&text))));
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,161 @@
+//! The GitHub webhook events longtx uses, typed, and how a fix PR is tied
+//! back to its job.
+//!
+//! A PR belongs to job N only when both its head branch is `longtx/N` and
+//! its body carries `<!-- longtx-job: N -->`, and it comes from the target
+//! repository itself. Anyone can open a PR from a fork with a copied body,
+//! and the body alone can be edited by anyone with write access, so one
+//! signal is never enough.
+
+use serde::Deserialize;
+
+pub const BRANCH_PREFIX: &str = "longtx/";
+pub const WONTFIX_LABEL: &str = "long-transaction-wontfix";
+
+pub fn body_marker(job_id: i64) -> String {
+    format!("<!-- longtx-job: {job_id} -->")
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Repository {
+    pub full_name: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct User {
+    pub login: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Label {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Branch {
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    pub sha: String,
+    /// `None` when the fork the PR came from was deleted.
+    pub repo: Option<Repository>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PullRequest {
+    pub number: u64,
+    pub html_url: String,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub merged: bool,
+    pub user: User,
+    pub head: Branch,
+    pub base: Branch,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PullRequestEvent {
+    pub action: String,
+    pub pull_request: PullRequest,
+    pub repository: Repository,
+    #[serde(default)]
+    pub label: Option<Label>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct WorkflowRun {
+    pub id: u64,
+    #[serde(default)]
+    pub display_title: Option<String>,
+    #[serde(default)]
+    pub conclusion: Option<String>,
+    #[serde(default)]
+    pub html_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct WorkflowRunEvent {
+    pub action: String,
+    pub workflow_run: WorkflowRun,
+    pub repository: Repository,
+}
+
+/// What a PR says about its job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Correlation {
+    /// Not a longtx PR at all.
+    NotOurs,
+    Job(i64),
+    /// Looks like a longtx PR but cannot be trusted; act on nothing.
+    Suspicious(String),
+}
+
+/// The job id in a `longtx/<id>` branch name.
+pub fn job_of_branch(branch: &str) -> Option<i64> {
+    let id = branch.strip_prefix(BRANCH_PREFIX)?;
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    id.parse().ok()
+}
+
+/// Every job id named by a body marker (there should be one).
+pub fn jobs_in_body(body: &str) -> Vec<i64> {
+    let mut ids = Vec::new();
+    let mut rest = body;
+    while let Some(start) = rest.find("<!-- longtx-job:") {
+        rest = &rest[start + "<!-- longtx-job:".len()..];
+        let Some(end) = rest.find("-->") else { break };
+        if let Ok(id) = rest[..end].trim().parse::<i64>() {
+            ids.push(id);
+        }
+        rest = &rest[end..];
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Ties `pr` to a job of `target_repo` (`owner/name`), or says why not.
+pub fn correlate(pr: &PullRequest, target_repo: &str) -> Correlation {
+    let branch_job = job_of_branch(&pr.head.git_ref);
+    let body_jobs = jobs_in_body(pr.body.as_deref().unwrap_or(""));
+    if branch_job.is_none() && body_jobs.is_empty() {
+        return Correlation::NotOurs;
+    }
+    let base_repo = pr.base.repo.as_ref().map(|r| r.full_name.as_str());
+    if !base_repo.is_some_and(|r| r.eq_ignore_ascii_case(target_repo)) {
+        return Correlation::Suspicious(format!(
+            "PR #{} targets {}, not {target_repo}",
+            pr.number,
+            base_repo.unwrap_or("an unknown repository")
+        ));
+    }
+    let head_repo = pr.head.repo.as_ref().map(|r| r.full_name.as_str());
+    if head_repo != base_repo {
+        return Correlation::Suspicious(format!(
+            "PR #{} comes from a fork ({}) but names a longtx job",
+            pr.number,
+            head_repo.unwrap_or("a deleted repository")
+        ));
+    }
+    match (branch_job, body_jobs.as_slice()) {
+        (Some(branch), [body]) if branch == *body => Correlation::Job(branch),
+        (_, body) => Correlation::Suspicious(format!(
+            "PR #{}: branch {:?} and body markers {:?} do not name the same job",
+            pr.number, pr.head.git_ref, body
+        )),
+    }
+}
+
+/// The job a workflow run was dispatched for, from its run name
+/// (`longtx job <id>: <query_source>`).
+pub fn job_of_run(run: &WorkflowRun) -> Option<i64> {
+    let title = run.display_title.as_deref()?;
+    let rest = title.strip_prefix("longtx job ")?;
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,81 @@
+use super::*;
+use serde_json::json;
+
+fn pr(branch: &str, body: &str, head_repo: Option<&str>) -> PullRequest {
+    serde_json::from_value(json!({
+        "number": 7,
+        "html_url": "https://github.example/acme/monolith/pull/7",
+        "body": body,
+        "merged": false,
+        "user": {"login": "github-actions[bot]"},
+        "head": {"ref": branch, "sha": "abc", "repo": head_repo.map(|r| json!({"full_name": r}))},
+        "base": {"ref": "main", "sha": "def", "repo": {"full_name": "acme/monolith"}},
+    }))
+    .unwrap()
+}
+
+#[test]
+fn branch_and_marker_together_name_the_job() {
+    let pr = pr("longtx/42", "Fix.\n\n<!-- longtx-job: 42 -->", Some("acme/monolith"));
+    assert_eq!(correlate(&pr, "acme/monolith"), Correlation::Job(42));
+}
+
+#[test]
+fn ordinary_prs_are_not_ours() {
+    let pr = pr("feature/x", "Some change", Some("acme/monolith"));
+    assert_eq!(correlate(&pr, "acme/monolith"), Correlation::NotOurs);
+}
+
+#[test]
+fn disagreement_or_half_a_signal_is_suspicious() {
+    for (branch, body) in [
+        ("longtx/42", "<!-- longtx-job: 43 -->"),
+        ("longtx/42", "no marker"),
+        ("feature/x", "<!-- longtx-job: 42 -->"),
+        ("longtx/42", "<!-- longtx-job: 42 --> <!-- longtx-job: 9 -->"),
+    ] {
+        let pr = pr(branch, body, Some("acme/monolith"));
+        assert!(
+            matches!(correlate(&pr, "acme/monolith"), Correlation::Suspicious(_)),
+            "{branch} / {body}"
+        );
+    }
+}
+
+#[test]
+fn a_marker_from_a_fork_is_never_trusted() {
+    let body = "<!-- longtx-job: 42 -->";
+    let fork = pr("longtx/42", body, Some("mallory/monolith"));
+    let deleted = pr("longtx/42", body, None);
+    for pr in [fork, deleted] {
+        let Correlation::Suspicious(why) = correlate(&pr, "acme/monolith") else {
+            panic!("a fork was trusted");
+        };
+        assert!(why.contains("fork"), "{why}");
+    }
+}
+
+#[test]
+fn a_pr_in_another_repository_is_suspicious() {
+    let pr = pr("longtx/42", "<!-- longtx-job: 42 -->", Some("acme/monolith"));
+    assert!(matches!(
+        correlate(&pr, "acme/other"),
+        Correlation::Suspicious(_)
+    ));
+}
+
+#[test]
+fn branch_names_and_run_names_give_job_ids_strictly() {
+    assert_eq!(job_of_branch("longtx/12"), Some(12));
+    assert_eq!(job_of_branch("longtx/12a"), None);
+    assert_eq!(job_of_branch("longtx/"), None);
+    assert_eq!(job_of_branch("x/longtx/12"), None);
+    let run = |title: &str| WorkflowRun {
+        id: 1,
+        display_title: Some(title.into()),
+        conclusion: None,
+        html_url: None,
+    };
+    assert_eq!(job_of_run(&run("longtx job 12: admin/users#update")), Some(12));
+    assert_eq!(job_of_run(&run("nightly build")), None);
+}

@@ -1,0 +1,90 @@
+//! A bare mirror of the target repository, fetched with the `git` program.
+
+use crate::GitError;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::process::Command;
+
+/// Where the mirror lives and where it is fetched from.
+#[derive(Debug, Clone)]
+pub struct Mirror {
+    pub path: PathBuf,
+    /// `https://github.com/<owner>/<repo>.git`, or `LONGTX_GIT_URL` (a
+    /// local bare repository in tests).
+    pub url: String,
+}
+
+impl Mirror {
+    /// Fetches `branch` into `refs/heads/<branch>`, creating the mirror on
+    /// first use. `token`, when given, goes to git through its environment
+    /// (never the command line, which other users can read) as an HTTP
+    /// header, and is scrubbed from any error message.
+    pub async fn fetch(
+        &self,
+        branch: &str,
+        token: Option<&str>,
+        timeout: Duration,
+    ) -> Result<(), GitError> {
+        if !is_safe_ref(branch) {
+            return Err(GitError::Invalid(format!("{branch:?} is not a branch name")));
+        }
+        if self.url.starts_with('-') {
+            return Err(GitError::Invalid("the clone URL starts with '-'".into()));
+        }
+        if !self.path.join("HEAD").exists() {
+            std::fs::create_dir_all(&self.path)
+                .map_err(|e| GitError::Fetch(format!("creating {}: {e}", self.path.display())))?;
+            self.run(&["init", "--bare", "--quiet"], None, timeout).await?;
+        }
+        let refspec = format!("+refs/heads/{branch}:refs/heads/{branch}");
+        self.run(
+            &["fetch", "--quiet", "--no-tags", &self.url, &refspec],
+            token,
+            timeout,
+        )
+        .await
+    }
+
+    async fn run(&self, args: &[&str], token: Option<&str>, timeout: Duration) -> Result<(), GitError> {
+        let mut command = Command::new("git");
+        command
+            .arg("-C")
+            .arg(&self.path)
+            .args(args)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_ASKPASS", "true")
+            .kill_on_drop(true);
+        if let Some(token) = token {
+            use base64::Engine;
+            let basic = base64::engine::general_purpose::STANDARD
+                .encode(format!("x-access-token:{token}"));
+            command
+                .env("GIT_CONFIG_COUNT", "1")
+                .env("GIT_CONFIG_KEY_0", "http.extraHeader")
+                .env("GIT_CONFIG_VALUE_0", format!("Authorization: Basic {basic}"));
+        }
+        let output = tokio::time::timeout(timeout, command.output())
+            .await
+            .map_err(|_| GitError::Fetch(format!("git {} took longer than {timeout:?}", args[0])))?
+            .map_err(|e| GitError::Fetch(format!("running git: {e}")))?;
+        if output.status.success() {
+            return Ok(());
+        }
+        let mut message = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        if let Some(token) = token.filter(|t| !t.is_empty()) {
+            message = message.replace(token, "<redacted>");
+        }
+        message.truncate(500);
+        Err(GitError::Fetch(format!("git {}: {message}", args[0])))
+    }
+}
+
+/// Branch names longtx passes to git: no option-like or odd characters.
+fn is_safe_ref(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(['-', '/'])
+        && !name.contains("..")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+}
