@@ -9,7 +9,7 @@
 
 use crate::GitError;
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use git2::{Oid, Repository, Sort};
+use git2::{Oid, Repository};
 use longtx_core::reviewers::{is_bot, recency_weight};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -77,7 +77,9 @@ pub fn file_history(
 
     let mut walk = repo.revwalk()?;
     walk.push(tip.id())?;
-    walk.set_sorting(Sort::TIME)?;
+    // The default order is git's: newest commit date first, produced
+    // lazily. `Sort::TIME` would walk the whole history before the first
+    // commit comes out.
 
     let mut names = vec![path.trim_start_matches('/').to_owned()];
     let mut blobs = BlobCache::default();
@@ -99,8 +101,8 @@ pub fn file_history(
         let parent = commit.parents().next();
         let touched: Vec<usize> = (0..names.len())
             .filter(|&i| {
-                let here = blobs.get(&commit, i, &names[i]);
-                let before = parent.as_ref().and_then(|p| blobs.get(p, i, &names[i]));
+                let here = blobs.get(repo, &commit, i, &names[i]);
+                let before = parent.as_ref().and_then(|p| blobs.get(repo, p, i, &names[i]));
                 here != before
             })
             .collect();
@@ -111,8 +113,8 @@ pub fn file_history(
         let newest = names.len() - 1;
         if let Some(parent) = &parent {
             if touched.contains(&newest)
-                && blobs.get(&commit, newest, &names[newest]).is_some()
-                && blobs.get(parent, newest, &names[newest]).is_none()
+                && blobs.get(repo, &commit, newest, &names[newest]).is_some()
+                && blobs.get(repo, parent, newest, &names[newest]).is_none()
             {
                 if let Some(old) = renamed_from(repo, parent, &commit, &names[newest])? {
                     history.renamed_from.push(old.clone());
@@ -171,26 +173,59 @@ fn ignored_revs(text: Option<String>) -> HashSet<String> {
         .collect()
 }
 
-/// The blob id of a path in a commit, memoised: the walk asks about each
-/// commit twice (as itself and as the next one's parent).
+/// The blob id of a path in a commit, memoised twice over: per commit (the
+/// walk asks about each commit as itself and as the next one's parent),
+/// and per subtree, so a commit that left `app/` alone costs one root tree
+/// read, not one read per directory on the path.
 #[derive(Default)]
 struct BlobCache {
-    /// Keyed by commit and the index of the name in the walk's name list.
-    ids: HashMap<(Oid, usize), Option<Oid>>,
+    /// (commit, index of the name in the walk's name list).
+    by_commit: HashMap<(Oid, usize), Option<Oid>>,
+    /// (tree, name index, depth of that tree on the name's path).
+    by_tree: HashMap<(Oid, usize, usize), Option<Oid>>,
 }
 
 impl BlobCache {
-    fn get(&mut self, commit: &git2::Commit<'_>, name_index: usize, path: &str) -> Option<Oid> {
-        *self
-            .ids
-            .entry((commit.id(), name_index))
-            .or_insert_with(|| {
-                commit
-                    .tree()
-                    .ok()
-                    .and_then(|tree| tree.get_path(Path::new(path)).ok())
-                    .map(|entry| entry.id())
-            })
+    fn get(
+        &mut self,
+        repo: &Repository,
+        commit: &git2::Commit<'_>,
+        name_index: usize,
+        path: &str,
+    ) -> Option<Oid> {
+        if let Some(id) = self.by_commit.get(&(commit.id(), name_index)) {
+            return *id;
+        }
+        let components: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+        let id = self.lookup(repo, commit.tree_id(), name_index, &components, 0);
+        self.by_commit.insert((commit.id(), name_index), id);
+        id
+    }
+
+    fn lookup(
+        &mut self,
+        repo: &Repository,
+        tree_id: Oid,
+        name_index: usize,
+        components: &[&str],
+        depth: usize,
+    ) -> Option<Oid> {
+        let key = (tree_id, name_index, depth);
+        if let Some(id) = self.by_tree.get(&key) {
+            return *id;
+        }
+        let entry = repo
+            .find_tree(tree_id)
+            .ok()
+            .and_then(|tree| tree.get_name(components[depth]).map(|e| e.id()));
+        let id = match entry {
+            Some(id) if depth + 1 < components.len() => {
+                self.lookup(repo, id, name_index, components, depth + 1)
+            }
+            other => other,
+        };
+        self.by_tree.insert(key, id);
+        id
     }
 }
 

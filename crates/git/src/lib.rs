@@ -32,7 +32,18 @@ pub enum GitError {
 
 /// Opens a repository, bare or with a work tree.
 pub fn open(path: &Path) -> Result<git2::Repository, GitError> {
+    skip_rehashing_objects();
     Ok(git2::Repository::open(path)?)
+}
+
+/// libgit2 re-hashes every object it reads (with collision detection) by
+/// default, which costs a quarter of a history walk. The objects longtx
+/// reads were checked when `git fetch` indexed the pack, or come from a
+/// repository the user points `longtx reviewers` at; a corrupt object would
+/// still fail to inflate or parse.
+fn skip_rehashing_objects() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| git2::opts::strict_hash_verification(false));
 }
 
 /// The commit a revision (`HEAD`, `refs/heads/main`, a sha) names.
