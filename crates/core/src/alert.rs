@@ -181,7 +181,7 @@ impl BodyError {
 
 /// serde's derived structs also accept JSON arrays (fields by position);
 /// webhook bodies and alerts must be objects, so say so before parsing.
-pub(crate) fn require_object(json: &[u8]) -> Result<(), String> {
+pub fn require_object(json: &[u8]) -> Result<(), String> {
     if json.trim_ascii_start().starts_with(b"{") {
         Ok(())
     } else {

@@ -7,6 +7,7 @@
 //! and the body alone can be edited by anyone with write access, so one
 //! signal is never enough.
 
+use crate::JobState;
 use serde::Deserialize;
 
 pub const BRANCH_PREFIX: &str = "longtx/";
@@ -155,6 +156,46 @@ pub fn job_of_run(run: &WorkflowRun) -> Option<i64> {
     let rest = title.strip_prefix("longtx job ")?;
     let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
     digits.parse().ok()
+}
+
+/// What happened on GitHub, as far as a job's state goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrEvent {
+    Opened,
+    Reopened,
+    /// New commits on the PR branch.
+    Synchronized,
+    Closed { merged: bool },
+    Labeled(String),
+    /// The agent's workflow run finished; `opened_pr` is unknown to the run
+    /// event, so a job still waiting for its PR then has none.
+    RunCompleted,
+}
+
+/// The state a job moves to, or `None` when the event changes nothing.
+/// A PR event for a job that already ended only revives it when a person
+/// reopened the PR (or a late `opened` shows the PR exists after all).
+pub fn next_state(current: JobState, event: &PrEvent) -> Option<JobState> {
+    use JobState::*;
+    let waiting_for_pr = matches!(current, Dispatching | AgentRunning);
+    let to = match event {
+        PrEvent::Opened | PrEvent::Synchronized
+            if waiting_for_pr || matches!(current, NoPr | Expired | Failed) =>
+        {
+            InReview
+        }
+        PrEvent::Reopened
+            if waiting_for_pr
+                || matches!(current, NoPr | Expired | Failed | Closed | RejectedByReview) =>
+        {
+            InReview
+        }
+        PrEvent::Closed { merged: true } if waiting_for_pr || current == InReview => Merged,
+        PrEvent::Closed { merged: false } if waiting_for_pr || current == InReview => Closed,
+        PrEvent::RunCompleted if waiting_for_pr => NoPr,
+        _ => return None,
+    };
+    (to != current).then_some(to)
 }
 
 #[cfg(test)]

@@ -10,6 +10,10 @@ pub mod retry;
 
 pub use octo::{Credentials, OctocrabGitHub};
 
+/// Items per page on list calls; lists longer than `MAX_PAGES` pages are cut.
+pub const PER_PAGE: usize = 100;
+pub const MAX_PAGES: usize = 30;
+
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -60,6 +64,24 @@ pub struct Run {
     pub conclusion: Option<String>,
     /// The run's name, which carries `longtx job <id>`.
     pub display_title: Option<String>,
+}
+
+/// One file of a pull request's diff.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct PullFile {
+    pub filename: String,
+    #[serde(default)]
+    pub changes: u64,
+    #[serde(default)]
+    pub status: String,
+}
+
+/// An issue or PR comment.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Comment {
+    pub id: u64,
+    #[serde(default)]
+    pub body: String,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -115,6 +137,56 @@ pub trait GitHub: Send + Sync + 'static {
         repo: &RepoName,
         run_id: u64,
     ) -> impl Future<Output = Result<Run, GitHubError>> + Send;
+
+    /// The files a PR changes (GitHub lists at most 3000).
+    fn pull_files(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> impl Future<Output = Result<Vec<PullFile>, GitHubError>> + Send;
+
+    /// Asks users and teams (`slug` only, the repository's org) for a
+    /// review. GitHub answers 422 when any of them cannot be asked.
+    fn request_reviewers(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        users: &[String],
+        team_slugs: &[String],
+    ) -> impl Future<Output = Result<(), GitHubError>> + Send;
+
+    fn comments(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> impl Future<Output = Result<Vec<Comment>, GitHubError>> + Send;
+
+    fn create_comment(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        body: &str,
+    ) -> impl Future<Output = Result<(), GitHubError>> + Send;
+
+    fn is_collaborator(
+        &self,
+        repo: &RepoName,
+        login: &str,
+    ) -> impl Future<Output = Result<bool, GitHubError>> + Send;
+
+    /// The GitHub login GitHub tied a commit's author to, if any.
+    fn commit_author_login(
+        &self,
+        repo: &RepoName,
+        sha: &str,
+    ) -> impl Future<Output = Result<Option<String>, GitHubError>> + Send;
+
+    /// longtx's own login when it acts as a user (a token); `None` for an
+    /// App, whose `[bot]` user is excluded as a bot anyway.
+    fn own_login(&self) -> impl Future<Output = Result<Option<String>, GitHubError>> + Send;
+
+    /// A token `git fetch` can use for the mirror.
+    fn git_token(&self) -> impl Future<Output = Result<Option<String>, GitHubError>> + Send;
 }
 
 /// The run name the workflow template sets; how a run is found by job.

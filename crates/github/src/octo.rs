@@ -4,7 +4,7 @@
 //! call.
 
 use crate::retry::rate_limit_wait;
-use crate::{Dispatch, GitHub, GitHubError, RepoName, Run};
+use crate::{Comment, Dispatch, GitHub, GitHubError, PullFile, RepoName, Run, MAX_PAGES, PER_PAGE};
 use serde::de::DeserializeOwned;
 use std::time::Duration;
 
@@ -38,6 +38,15 @@ impl std::fmt::Debug for Credentials {
 #[derive(Clone)]
 pub struct OctocrabGitHub {
     client: octocrab::Octocrab,
+    /// What `git fetch` authenticates with: the token, or the App client
+    /// that mints installation tokens.
+    git_auth: GitAuth,
+}
+
+#[derive(Clone)]
+enum GitAuth {
+    Token(String),
+    App(octocrab::Octocrab, octocrab::models::InstallationId),
 }
 
 impl OctocrabGitHub {
@@ -55,8 +64,14 @@ impl OctocrabGitHub {
             .set_connect_timeout(Some(timeout))
             .set_read_timeout(Some(timeout))
             .set_write_timeout(Some(timeout));
-        let client = match credentials {
-            Credentials::Token(token) => builder.personal_token(token.clone()).build(),
+        let (client, git_auth) = match credentials {
+            Credentials::Token(token) => (
+                builder
+                    .personal_token(token.clone())
+                    .build()
+                    .map_err(|e| GitHubError::Credentials(e.to_string()))?,
+                GitAuth::Token(token.clone()),
+            ),
             Credentials::App {
                 app_id,
                 private_key_pem,
@@ -68,13 +83,14 @@ impl OctocrabGitHub {
                     .app(key, pem)
                     .build()
                     .map_err(|e| GitHubError::Credentials(e.to_string()))?;
-                app.installation(octocrab::models::InstallationId(*installation_id))
-                    .map_err(|e| GitHubError::Credentials(e.to_string()))
-                    .map(Ok)?
+                let id = octocrab::models::InstallationId(*installation_id);
+                let client = app
+                    .installation(id)
+                    .map_err(|e| GitHubError::Credentials(e.to_string()))?;
+                (client, GitAuth::App(app, id))
             }
-        }
-        .map_err(|e| GitHubError::Credentials(e.to_string()))?;
-        Ok(OctocrabGitHub { client })
+        };
+        Ok(OctocrabGitHub { client, git_auth })
     }
 
     async fn send(
@@ -85,6 +101,8 @@ impl OctocrabGitHub {
     ) -> Result<(u16, String), GitHubError> {
         let response = match method {
             "POST" => self.client._post(path, body).await,
+            "DELETE" => self.client._delete(path, body).await,
+            "PUT" => self.client._put(path, body).await,
             _ => self.client._get(path).await,
         }
         .map_err(|e| GitHubError::Unavailable(transport_message(&e)))?;
@@ -231,5 +249,97 @@ impl GitHub for OctocrabGitHub {
             .send("GET", &format!("/repos/{repo}/actions/runs/{run_id}"), None)
             .await?;
         parse(&text)
+    }
+
+    async fn pull_files(&self, repo: &RepoName, number: u64) -> Result<Vec<PullFile>, GitHubError> {
+        self.pages(&format!("/repos/{repo}/pulls/{number}/files")).await
+    }
+
+    async fn request_reviewers(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        users: &[String],
+        team_slugs: &[String],
+    ) -> Result<(), GitHubError> {
+        let body = serde_json::json!({"reviewers": users, "team_reviewers": team_slugs});
+        let path = format!("/repos/{repo}/pulls/{number}/requested_reviewers");
+        self.send("POST", &path, Some(&body)).await.map(drop)
+    }
+
+    async fn comments(&self, repo: &RepoName, number: u64) -> Result<Vec<Comment>, GitHubError> {
+        self.pages(&format!("/repos/{repo}/issues/{number}/comments")).await
+    }
+
+    async fn create_comment(&self, repo: &RepoName, number: u64, body: &str) -> Result<(), GitHubError> {
+        let body = serde_json::json!({ "body": body });
+        let path = format!("/repos/{repo}/issues/{number}/comments");
+        self.send("POST", &path, Some(&body)).await.map(drop)
+    }
+
+    async fn is_collaborator(&self, repo: &RepoName, login: &str) -> Result<bool, GitHubError> {
+        match self.send("GET", &format!("/repos/{repo}/collaborators/{login}"), None).await {
+            Ok(_) => Ok(true),
+            Err(GitHubError::Refused { status: 404, .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn commit_author_login(&self, repo: &RepoName, sha: &str) -> Result<Option<String>, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct CommitInfo {
+            author: Option<Login>,
+        }
+        match self.send("GET", &format!("/repos/{repo}/commits/{sha}"), None).await {
+            Ok((_, text)) => Ok(parse::<CommitInfo>(&text)?.author.map(|a| a.login)),
+            Err(GitHubError::Refused { status: 404 | 422, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn own_login(&self) -> Result<Option<String>, GitHubError> {
+        if matches!(self.git_auth, GitAuth::App(..)) {
+            return Ok(None);
+        }
+        let (_, text) = self.send("GET", "/user", None).await?;
+        Ok(Some(parse::<Login>(&text)?.login))
+    }
+
+    async fn git_token(&self) -> Result<Option<String>, GitHubError> {
+        use octocrab::secrecy::ExposeSecret;
+        match &self.git_auth {
+            GitAuth::Token(token) => Ok(Some(token.clone())),
+            GitAuth::App(app, id) => {
+                let (_, token) = app
+                    .installation_and_token(*id)
+                    .await
+                    .map_err(|e| GitHubError::Unavailable(transport_message(&e)))?;
+                Ok(Some(token.expose_secret().to_owned()))
+            }
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Login {
+    login: String,
+}
+
+impl OctocrabGitHub {
+    /// Follows `page=` up to [`MAX_PAGES`]; a short page is the last.
+    async fn pages<T: DeserializeOwned>(&self, path: &str) -> Result<Vec<T>, GitHubError> {
+        let mut all = Vec::new();
+        for page in 1..=MAX_PAGES {
+            let (_, text) = self
+                .send("GET", &format!("{path}?per_page={PER_PAGE}&page={page}"), None)
+                .await?;
+            let items: Vec<T> = parse(&text)?;
+            let last = items.len() < PER_PAGE;
+            all.extend(items);
+            if last {
+                break;
+            }
+        }
+        Ok(all)
     }
 }

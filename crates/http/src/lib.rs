@@ -5,11 +5,13 @@
 mod api;
 mod auth;
 mod error;
+mod github;
 mod intake;
 mod state;
 
 pub use auth::WebhookAuth;
 pub use error::ApiError;
+pub use github::{GitHubWebhook, MAX_GITHUB_BODY_BYTES};
 pub use state::{AppState, DispatchInfo};
 
 use axum::extract::DefaultBodyLimit;
@@ -24,6 +26,10 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/webhooks/alertmanager", post(intake::alertmanager))
         .route("/webhooks/datadog", post(intake::datadog))
+        .route(
+            "/webhooks/github",
+            post(github::receive).layer(DefaultBodyLimit::max(MAX_GITHUB_BODY_BYTES)),
+        )
         .route("/api/jobs", get(api::list_jobs))
         .route("/api/jobs/{id}", get(api::get_job))
         .route("/api/jobs/{id}/prompt", get(api::get_prompt))

@@ -1,6 +1,7 @@
 use crate::auth::WebhookAuth;
 use longtx_core::{IgnoreList, IntakePolicy};
-use longtx_pipeline::PromptQueue;
+use crate::github::GitHubWebhook;
+use longtx_pipeline::{PromptQueue, ReviewQueue};
 use longtx_store::Store;
 use std::sync::{Arc, RwLock};
 
@@ -15,6 +16,10 @@ pub struct AppState {
     pub prompts: Option<PromptQueue>,
     /// What `/api/dispatch` reports; `None` when no dispatcher runs here.
     pub dispatch: Option<DispatchInfo>,
+    /// `None` when no webhook secret is configured: deliveries get 503.
+    pub github_webhook: Option<Arc<GitHubWebhook>>,
+    /// Woken when a PR enters review; `None` when no reviewer worker runs.
+    pub reviews: Option<ReviewQueue>,
 }
 
 /// The dispatcher's configuration, for the status endpoint.
@@ -39,11 +44,23 @@ impl AppState {
             ignore_list: Arc::new(RwLock::new(Arc::new(ignore_list))),
             prompts: None,
             dispatch: None,
+            github_webhook: None,
+            reviews: None,
         }
     }
 
     pub fn with_dispatch(mut self, info: DispatchInfo) -> Self {
         self.dispatch = Some(info);
+        self
+    }
+
+    pub fn with_github_webhook(mut self, webhook: GitHubWebhook) -> Self {
+        self.github_webhook = Some(Arc::new(webhook));
+        self
+    }
+
+    pub fn with_reviews(mut self, queue: ReviewQueue) -> Self {
+        self.reviews = Some(queue);
         self
     }
 

@@ -3,6 +3,8 @@
 
 mod dispatch;
 mod prompts;
+mod reviewers;
 
 pub use dispatch::{spawn_dispatcher, DispatchSettings};
 pub use prompts::{facts_of, spawn_prompt_worker, PromptQueue};
+pub use reviewers::{comment_marker, spawn_reviewer, ReviewQueue, ReviewSettings};

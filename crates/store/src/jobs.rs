@@ -30,6 +30,13 @@ pub struct JobRow {
     pub dispatched_at: Option<DateTime<Utc>>,
     pub run_id: Option<i64>,
     pub run_url: Option<String>,
+    pub pr_number: Option<i64>,
+    pub pr_url: Option<String>,
+    pub pr_head_sha: Option<String>,
+    /// `pending`, `requested` or `none`; `None` before a PR opens.
+    pub reviewers_state: Option<String>,
+    /// The reviewer choice with its reasons.
+    pub reviewers: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -58,7 +65,8 @@ pub struct JobFilter {
 const JOB_COLUMNS: &str = "id, query_source, state, state_reason, tables, alert_count, \
     max_duration_seconds, alert_links, first_seen_at, last_seen_at, created_at, updated_at, ended_at, \
     prompt_revision, prompt_sha256, prompt_truncation, prompt_error, prompt_rendered_at, \
-    dispatch_attempts, dispatched_at, run_id, run_url";
+    dispatch_attempts, dispatched_at, run_id, run_url, \
+    pr_number, pr_url, pr_head_sha, reviewers_state, reviewers";
 
 impl Store {
     pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>, StoreError> {

@@ -10,12 +10,14 @@ mod intake;
 mod jobs;
 mod pool;
 mod prompts;
+mod pulls;
 
 pub use dispatch::{Caps, Claim, ClaimedJob, DispatchStatus};
 pub use intake::{IntakeAction, IntakeRecord, RecordedOutcome};
 pub use jobs::{AlertEventRow, JobFilter, JobRow};
 pub use pool::{PoolSettings, Store};
 pub use prompts::StoredPrompt;
+pub use pulls::{Applied, Delivery, PrFacts, ReviewClaim};
 pub use sqlx::postgres::PgConnectOptions;
 
 #[derive(Debug, thiserror::Error)]

@@ -79,3 +79,32 @@ fn branch_names_and_run_names_give_job_ids_strictly() {
     assert_eq!(job_of_run(&run("longtx job 12: admin/users#update")), Some(12));
     assert_eq!(job_of_run(&run("nightly build")), None);
 }
+
+#[test]
+fn pr_events_move_jobs_through_review() {
+    use JobState::*;
+    let closed = PrEvent::Closed { merged: false };
+    let merged = PrEvent::Closed { merged: true };
+    let cases = [
+        (AgentRunning, PrEvent::Opened, Some(InReview)),
+        (Dispatching, PrEvent::Opened, Some(InReview)),
+        (InReview, PrEvent::Opened, None),
+        (NoPr, PrEvent::Opened, Some(InReview)),
+        (InReview, merged.clone(), Some(Merged)),
+        (InReview, closed.clone(), Some(Closed)),
+        (Merged, closed.clone(), None),
+        (Closed, PrEvent::Reopened, Some(InReview)),
+        (Closed, PrEvent::Opened, None),
+        (Closed, PrEvent::Synchronized, None),
+        (RejectedByReview, PrEvent::Reopened, Some(InReview)),
+        (Merged, PrEvent::Reopened, None),
+        (Wontfix, PrEvent::Reopened, None),
+        (AgentRunning, PrEvent::RunCompleted, Some(NoPr)),
+        (InReview, PrEvent::RunCompleted, None),
+        (Queued, PrEvent::Opened, None),
+        (InReview, PrEvent::Labeled(WONTFIX_LABEL.into()), None),
+    ];
+    for (from, event, to) in cases {
+        assert_eq!(next_state(from, &event), to, "{from} on {event:?}");
+    }
+}

@@ -1,0 +1,225 @@
+//! `POST /webhooks/github`: PR and workflow-run events for fix PRs.
+//!
+//! The signature is checked over the raw bytes before anything is parsed.
+//! The delivery id is stored in the same short transaction as the job's
+//! transition, so a redelivery is acknowledged without acting twice. No
+//! GitHub call happens here: reviewer requests go to the reviewer worker.
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use hmac::{Hmac, Mac};
+use longtx_core::github_events::{
+    correlate, job_of_run, Correlation, PrEvent, PullRequestEvent, WorkflowRunEvent,
+};
+use longtx_store::{Applied, Delivery, PrFacts};
+use serde::Serialize;
+use sha2::Sha256;
+use tracing::Instrument;
+
+/// GitHub sends up to 25 MB; PR and run events are far smaller.
+pub const MAX_GITHUB_BODY_BYTES: usize = 5 * 1024 * 1024;
+
+/// What the GitHub webhook needs to know.
+#[derive(Clone)]
+pub struct GitHubWebhook {
+    secret: Vec<u8>,
+    /// `owner/name` of the target repository.
+    pub repo: String,
+}
+
+impl GitHubWebhook {
+    pub fn new(secret: &str, repo: &str) -> Self {
+        GitHubWebhook {
+            secret: secret.as_bytes().to_vec(),
+            repo: repo.to_owned(),
+        }
+    }
+
+    /// `X-Hub-Signature-256: sha256=<hex>`, compared in constant time.
+    fn verify(&self, headers: &HeaderMap, body: &[u8]) -> Result<(), ApiError> {
+        let header = headers
+            .get("x-hub-signature-256")
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| ApiError::unauthorized("X-Hub-Signature-256 is missing"))?;
+        let signature = header
+            .strip_prefix("sha256=")
+            .and_then(decode_hex)
+            .ok_or_else(|| ApiError::unauthorized("X-Hub-Signature-256 is not sha256=<hex>"))?;
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key");
+        mac.update(body);
+        mac.verify_slice(&signature)
+            .map_err(|_| ApiError::unauthorized("the signature does not match the body"))
+    }
+}
+
+impl std::fmt::Debug for GitHubWebhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GitHubWebhook {{ repo: {:?}, secret: <redacted> }}", self.repo)
+    }
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if text.len() != 64 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect()
+}
+
+#[derive(Debug, Serialize)]
+struct Answer {
+    event: String,
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job_id: Option<i64>,
+    detail: String,
+}
+
+fn answer(status: StatusCode, event: &str, outcome: &'static str, job_id: Option<i64>, detail: String) -> Response {
+    (status, Json(Answer { event: event.to_owned(), outcome, job_id, detail })).into_response()
+}
+
+pub async fn receive(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let Some(webhook) = state.github_webhook.clone() else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not_configured",
+            "LONGTX_GITHUB_WEBHOOK_SECRET is not set, so GitHub deliveries cannot be verified",
+        ));
+    };
+    let body = body.map_err(|rejection| {
+        let status = rejection.status();
+        let error = if status == StatusCode::PAYLOAD_TOO_LARGE { "body_too_large" } else { "unreadable_body" };
+        ApiError::new(status, error, rejection.body_text())
+    })?;
+    webhook.verify(&headers, &body)?;
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let event = header("x-github-event")
+        .ok_or_else(|| ApiError::bad_request("missing_header", "X-GitHub-Event is missing"))?;
+    let delivery_id = header("x-github-delivery")
+        .filter(|id| !id.is_empty() && id.len() <= 100)
+        .ok_or_else(|| ApiError::bad_request("missing_header", "X-GitHub-Delivery is missing or too long"))?;
+    let span = tracing::info_span!("github", %event, delivery = %delivery_id, job_id = tracing::field::Empty);
+    async move {
+        match event.as_str() {
+            "ping" => Ok(answer(StatusCode::OK, &event, "pong", None, "webhook reached longtx".into())),
+            "pull_request" => pull_request(&state, &webhook, &delivery_id, parse(&body)?).await,
+            "workflow_run" => workflow_run(&state, &webhook, &delivery_id, parse(&body)?).await,
+            _ => {
+                tracing::info!("event not used by longtx; ignored");
+                Ok(answer(StatusCode::ACCEPTED, &event, "ignored", None, "longtx does not use this event".into()))
+            }
+        }
+    }
+    .instrument(span)
+    .await
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    longtx_core::alert::require_object(body).map_err(|e| ApiError::bad_request("invalid_body", e))?;
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request("invalid_body", e.to_string()))
+}
+
+async fn pull_request(
+    state: &AppState,
+    webhook: &GitHubWebhook,
+    delivery_id: &str,
+    event: PullRequestEvent,
+) -> Result<Response, ApiError> {
+    let pr = &event.pull_request;
+    let change = match event.action.as_str() {
+        "opened" => PrEvent::Opened,
+        "reopened" => PrEvent::Reopened,
+        "synchronize" => PrEvent::Synchronized,
+        "closed" => PrEvent::Closed { merged: pr.merged },
+        "labeled" => PrEvent::Labeled(event.label.as_ref().map(|l| l.name.clone()).unwrap_or_default()),
+        _ => {
+            return Ok(answer(StatusCode::ACCEPTED, "pull_request", "ignored", None, format!("action {:?} is not used", event.action)));
+        }
+    };
+    let delivery = Delivery { id: delivery_id, event: "pull_request", action: Some(&event.action) };
+    let job_id = match correlate(pr, &webhook.repo) {
+        Correlation::NotOurs => {
+            return Ok(answer(StatusCode::ACCEPTED, "pull_request", "ignored", None, "not a longtx PR".into()));
+        }
+        Correlation::Suspicious(why) => {
+            tracing::warn!(pr = pr.number, %why, "PR names a longtx job but cannot be trusted; nothing done");
+            state.store.apply_github_event(&delivery, None, None, None, &why).await?;
+            return Ok(answer(StatusCode::ACCEPTED, "pull_request", "untrusted", None, why));
+        }
+        Correlation::Job(id) => id,
+    };
+    let facts = PrFacts {
+        number: pr.number,
+        url: pr.html_url.clone(),
+        head_sha: pr.head.sha.clone(),
+        base_ref: pr.base.git_ref.clone(),
+        author: pr.user.login.clone(),
+    };
+    tracing::Span::current().record("job_id", job_id);
+    let applied = state
+        .store
+        .apply_github_event(&delivery, Some(job_id), Some(&change), Some(&facts), "")
+        .await?;
+    Ok(respond(state, "pull_request", job_id, applied))
+}
+
+async fn workflow_run(
+    state: &AppState,
+    webhook: &GitHubWebhook,
+    delivery_id: &str,
+    event: WorkflowRunEvent,
+) -> Result<Response, ApiError> {
+    let job_id = job_of_run(&event.workflow_run);
+    let ours = event.repository.full_name.eq_ignore_ascii_case(&webhook.repo);
+    let (Some(job_id), true, "completed") = (job_id, ours, event.action.as_str()) else {
+        return Ok(answer(StatusCode::ACCEPTED, "workflow_run", "ignored", None, "not a completed longtx run".into()));
+    };
+    tracing::Span::current().record("job_id", job_id);
+    let delivery = Delivery { id: delivery_id, event: "workflow_run", action: Some(&event.action) };
+    let conclusion = event.workflow_run.conclusion.as_deref().unwrap_or("unknown");
+    let detail = format!("run {} concluded {conclusion}", event.workflow_run.id);
+    let applied = state
+        .store
+        .apply_github_event(&delivery, Some(job_id), Some(&PrEvent::RunCompleted), None, &detail)
+        .await?;
+    Ok(respond(state, "workflow_run", job_id, applied))
+}
+
+fn respond(state: &AppState, event: &str, job_id: i64, applied: Applied) -> Response {
+    let (status, outcome, detail) = match &applied {
+        Applied::Duplicate => (StatusCode::OK, "duplicate", "this delivery was already processed".to_owned()),
+        Applied::Moved { from, to } => {
+            tracing::info!(job_id, %from, %to, "job moved");
+            if *to == longtx_core::JobState::InReview {
+                if let Some(reviews) = &state.reviews {
+                    reviews.poke();
+                }
+            }
+            (StatusCode::OK, "moved", format!("{from} -> {to}"))
+        }
+        Applied::Unchanged { state } => (StatusCode::OK, "unchanged", format!("the job stays {state}")),
+        Applied::UnknownJob => {
+            tracing::warn!(job_id, "GitHub named a job longtx does not have");
+            (StatusCode::ACCEPTED, "unknown_job", format!("no job {job_id}"))
+        }
+        Applied::Conflict { other_job } => {
+            tracing::warn!(job_id, other_job, "not reviving the job: its source has another active job");
+            (StatusCode::OK, "conflict", format!("job {other_job} is active for the same source"))
+        }
+        Applied::Recorded => (StatusCode::ACCEPTED, "recorded", String::new()),
+    };
+    answer(status, event, outcome, Some(job_id), detail)
+}

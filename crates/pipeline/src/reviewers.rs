@@ -1,0 +1,375 @@
+//! The reviewer worker: for each PR that just entered review, find the
+//! people who know the code and ask them.
+//!
+//! 1. Claim a pending job (short transaction, a lease).
+//! 2. With no connection held: list the PR's files, fetch the mirror's base
+//!    branch, read CODEOWNERS and history from it (on a blocking thread),
+//!    map authors to logins, check who may review.
+//! 3. Read open review counts (one short query), choose (pure core), ask
+//!    GitHub, leave one comment.
+//! 4. Record who was asked (short transaction).
+//!
+//! Asking again is harmless (GitHub keeps one request per person), and the
+//! comment carries a marker that a retried claim looks for first, so a
+//! crash between 3 and 4 neither loses nor doubles anything.
+
+use chrono::{DateTime, Utc};
+use longtx_core::codeowners::Owner;
+use longtx_core::reviewers::{choose, noreply_login, Candidate, Choice, Facts, Reviewer, Source};
+use longtx_git::{gather, ChangedFile, HistoryOptions, Mirror};
+use longtx_github::{GitHub, GitHubError, RepoName};
+use longtx_store::{ReviewClaim, Store};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tracing::Instrument;
+
+/// Give up on a job's reviewers after this many claims.
+const MAX_ATTEMPTS: i32 = 5;
+/// History is read for at most this many files, the largest changes first.
+const MAX_HISTORY_FILES: usize = 10;
+/// Collaborator checks per choice, to bound GitHub calls on big PRs.
+const MAX_COLLABORATOR_CHECKS: usize = 10;
+
+#[derive(Debug, Clone)]
+pub struct ReviewSettings {
+    pub repo: RepoName,
+    pub mirror: Mirror,
+    pub history_days: u32,
+    /// The end of the history window; now when `None`.
+    pub as_of: Option<DateTime<Utc>>,
+    pub max_reviewers: usize,
+    /// `org/team`.
+    pub fallback_team: Option<String>,
+    /// Lowercased commit email to GitHub login, from the configuration.
+    pub author_logins: HashMap<String, String>,
+    pub lease: Duration,
+    pub idle_poll: Duration,
+    pub fetch_timeout: Duration,
+}
+
+/// Wakes the worker when a PR enters review.
+#[derive(Clone, Default)]
+pub struct ReviewQueue {
+    wake: Arc<Notify>,
+}
+
+impl ReviewQueue {
+    pub fn poke(&self) {
+        self.wake.notify_one();
+    }
+}
+
+pub fn spawn_reviewer<G: GitHub>(store: Store, settings: ReviewSettings, github: Arc<G>) -> ReviewQueue {
+    let queue = ReviewQueue::default();
+    let worker = Worker {
+        store,
+        settings: Arc::new(settings),
+        github,
+        logins: Arc::new(Mutex::new(HashMap::new())),
+        wake: queue.wake.clone(),
+    };
+    tokio::spawn(async move { worker.run().await });
+    queue
+}
+
+/// The marker of longtx's reviewer comment on a job's PR.
+pub fn comment_marker(job_id: i64) -> String {
+    format!("<!-- longtx-reviewers: {job_id} -->")
+}
+
+struct Worker<G> {
+    store: Store,
+    settings: Arc<ReviewSettings>,
+    github: Arc<G>,
+    /// Commit email to login (or `None`: GitHub knows no login), cached for
+    /// the life of the process.
+    logins: Arc<Mutex<HashMap<String, Option<String>>>>,
+    wake: Arc<Notify>,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum ReviewError {
+    #[error(transparent)]
+    GitHub(#[from] GitHubError),
+    #[error(transparent)]
+    Git(#[from] longtx_git::GitError),
+    #[error(transparent)]
+    Store(#[from] longtx_store::StoreError),
+}
+
+impl<G: GitHub> Worker<G> {
+    async fn run(self) {
+        loop {
+            match self.store.claim_review(self.settings.lease).await {
+                Ok(Some(claim)) => {
+                    let span = tracing::info_span!("reviewers", job_id = claim.job_id, query_source = %claim.query_source);
+                    self.handle(claim).instrument(span).await;
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "could not claim a job for reviewers"),
+            }
+            tokio::select! {
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(self.settings.idle_poll) => {}
+            }
+        }
+    }
+
+    async fn handle(&self, claim: ReviewClaim) {
+        match self.review(&claim).await {
+            Ok(choice) => tracing::info!(source = ?choice.source, reviewers = choice.reviewers.len(), "reviewers chosen"),
+            Err(e) if claim.attempts >= MAX_ATTEMPTS => {
+                tracing::error!(error = %e, attempts = claim.attempts, "giving up on reviewers");
+                let detail = serde_json::json!({"error": e.to_string()});
+                if let Err(e) = self.store.record_reviewers(claim.job_id, &[], &detail).await {
+                    tracing::warn!(error = %e, "could not record the give-up");
+                }
+            }
+            // The lease runs out and another claim retries.
+            Err(e) => tracing::warn!(error = %e, attempts = claim.attempts, "reviewer selection failed; will retry"),
+        }
+    }
+
+    async fn review(&self, claim: &ReviewClaim) -> Result<Choice, ReviewError> {
+        let settings = &self.settings;
+        let repo = &settings.repo;
+        let mut files: Vec<ChangedFile> = self
+            .github
+            .pull_files(repo, claim.pr_number)
+            .await?
+            .into_iter()
+            .map(|f| ChangedFile { path: f.filename, changes: f.changes })
+            .collect();
+        files.sort_by(|a, b| b.changes.cmp(&a.changes));
+        let token = self.github.git_token().await?;
+        settings
+            .mirror
+            .fetch(&claim.base_ref, token.as_deref(), settings.fetch_timeout)
+            .await?;
+        let mut excluded = HashSet::from([claim.pr_author.to_ascii_lowercase()]);
+        if let Some(me) = self.github.own_login().await? {
+            excluded.insert(me.to_ascii_lowercase());
+        }
+        let (owners, people) = self.read_repository(claim, files, &excluded).await?;
+        let mut facts = Facts {
+            fallback_team: settings.fallback_team.clone(),
+            max_reviewers: settings.max_reviewers,
+            excluded,
+            ..Facts::default()
+        };
+        facts.codeowners = self.owner_candidates(owners);
+        facts.history = self.history_candidates(people).await?;
+        self.check_collaborators(&mut facts).await?;
+        let keys: Vec<String> = facts
+            .codeowners
+            .iter()
+            .chain(&facts.history)
+            .map(|c| c.reviewer.key())
+            .collect();
+        facts.open_reviews = self.store.open_review_counts(&keys).await?;
+        let choice = choose(&facts);
+        let asked = self.ask(claim, &choice).await?;
+        let keys: Vec<String> = asked.iter().map(|c| c.reviewer.key()).collect();
+        let record = serde_json::json!({
+            "source": choice.source,
+            "requested": asked,
+            "skipped": choice.skipped,
+        });
+        self.store.record_reviewers(claim.job_id, &keys, &record).await?;
+        Ok(choice)
+    }
+
+    /// CODEOWNERS from the base branch, and history when no owner is left
+    /// after the exclusions known without GitHub.
+    async fn read_repository(
+        &self,
+        claim: &ReviewClaim,
+        files: Vec<ChangedFile>,
+        excluded: &HashSet<String>,
+    ) -> Result<(Vec<(Owner, String)>, Vec<longtx_git::HistoryPerson>), ReviewError> {
+        let path = self.settings.mirror.path.clone();
+        let rev = format!("refs/heads/{}", claim.base_ref);
+        let options = HistoryOptions::new(self.settings.as_of.unwrap_or_else(Utc::now), self.settings.history_days);
+        let excluded = excluded.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            let repo = longtx_git::open(&path)?;
+            let owned = gather::owners(&repo, &rev, &files)?;
+            for warning in &owned.warnings {
+                tracing::warn!(%warning, "CODEOWNERS line skipped");
+            }
+            let usable_owner = owned.owners.iter().any(|(owner, _)| match owner {
+                Owner::User(login) => !excluded.contains(&login.to_ascii_lowercase()),
+                _ => true,
+            });
+            let people = if usable_owner {
+                Vec::new()
+            } else {
+                gather::history(&repo, &rev, &files, &options, MAX_HISTORY_FILES)?
+            };
+            Ok::<_, longtx_git::GitError>((owned.owners, people))
+        })
+        .await
+        .map_err(|e| longtx_git::GitError::Invalid(format!("the git task failed: {e}")))??;
+        Ok(result)
+    }
+
+    fn owner_candidates(&self, owners: Vec<(Owner, String)>) -> Vec<Candidate> {
+        owners
+            .into_iter()
+            .filter_map(|(owner, reason)| {
+                let reviewer = match owner {
+                    Owner::User(login) => Reviewer::User(login),
+                    Owner::Team(team) => Reviewer::Team(team),
+                    Owner::Email(email) => Reviewer::User(self.configured_login(&email)?),
+                };
+                Some(Candidate { reviewer, reason, score: 0.0 })
+            })
+            .collect()
+    }
+
+    fn configured_login(&self, email: &str) -> Option<String> {
+        let email = email.to_ascii_lowercase();
+        noreply_login(&email)
+            .map(str::to_owned)
+            .or_else(|| self.settings.author_logins.get(&email).cloned())
+    }
+
+    async fn history_candidates(&self, people: Vec<longtx_git::HistoryPerson>) -> Result<Vec<Candidate>, ReviewError> {
+        let mut candidates = Vec::new();
+        for person in people {
+            let Some(login) = self.login_of(&person.email, &person.sample_commit).await? else {
+                tracing::info!(email = %person.email, "no GitHub login known for a committer");
+                continue;
+            };
+            candidates.push(Candidate {
+                reviewer: Reviewer::User(login),
+                reason: format!(
+                    "{} commits to {} in the last {} days, latest {}",
+                    person.commits,
+                    person.files.join(", "),
+                    self.settings.history_days,
+                    person.latest.format("%Y-%m-%d")
+                ),
+                score: person.score,
+            });
+        }
+        Ok(candidates)
+    }
+
+    /// `.mailmap` already applied; then noreply, the configured map, the
+    /// cache, and last the commit API.
+    async fn login_of(&self, email: &str, sample_commit: &str) -> Result<Option<String>, ReviewError> {
+        if let Some(login) = self.configured_login(email) {
+            return Ok(Some(login));
+        }
+        if let Some(cached) = self.logins.lock().unwrap().get(email) {
+            return Ok(cached.clone());
+        }
+        let login = self.github.commit_author_login(&self.settings.repo, sample_commit).await?;
+        self.logins.lock().unwrap().insert(email.to_owned(), login.clone());
+        Ok(login)
+    }
+
+    async fn check_collaborators(&self, facts: &mut Facts) -> Result<(), ReviewError> {
+        let users: Vec<String> = facts
+            .codeowners
+            .iter()
+            .chain(&facts.history)
+            .filter_map(|c| match &c.reviewer {
+                Reviewer::User(login) => Some(login.clone()),
+                Reviewer::Team(_) => None,
+            })
+            .filter(|login| !facts.excluded.contains(&login.to_ascii_lowercase()))
+            .take(MAX_COLLABORATOR_CHECKS)
+            .collect();
+        for login in users {
+            if !self.github.is_collaborator(&self.settings.repo, &login).await? {
+                facts.non_collaborators.insert(login.to_ascii_lowercase());
+            }
+        }
+        Ok(())
+    }
+
+    /// Requests the chosen reviewers; a 422 for the group retries each one
+    /// alone and drops those GitHub refuses. Returns who was asked.
+    async fn ask(&self, claim: &ReviewClaim, choice: &Choice) -> Result<Vec<Candidate>, ReviewError> {
+        let org = &self.settings.repo.owner;
+        let requestable: Vec<&Candidate> = choice
+            .reviewers
+            .iter()
+            .filter(|c| match &c.reviewer {
+                Reviewer::Team(team) => team.split_once('/').is_some_and(|(o, _)| o.eq_ignore_ascii_case(org)),
+                Reviewer::User(_) => true,
+            })
+            .collect();
+        let mut asked: Vec<Candidate> = Vec::new();
+        if !requestable.is_empty() {
+            match self.request(claim.pr_number, &requestable).await {
+                Ok(()) => asked = requestable.into_iter().cloned().collect(),
+                Err(GitHubError::Refused { status: 422, message }) => {
+                    tracing::warn!(%message, "GitHub refused the group of reviewers; asking one by one");
+                    for candidate in requestable {
+                        match self.request(claim.pr_number, &[candidate]).await {
+                            Ok(()) => asked.push(candidate.clone()),
+                            Err(GitHubError::Refused { status: 422, message }) => {
+                                tracing::warn!(reviewer = %candidate.reviewer, %message, "reviewer dropped")
+                            }
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.comment(claim, choice.source, &asked).await?;
+        Ok(asked)
+    }
+
+    async fn request(&self, number: u64, who: &[&Candidate]) -> Result<(), GitHubError> {
+        let (mut users, mut teams) = (Vec::new(), Vec::new());
+        for candidate in who {
+            match &candidate.reviewer {
+                Reviewer::User(login) => users.push(login.clone()),
+                Reviewer::Team(team) => teams.push(team.split_once('/').map_or(team.clone(), |(_, s)| s.to_owned())),
+            }
+        }
+        self.github.request_reviewers(&self.settings.repo, number, &users, &teams).await
+    }
+
+    async fn comment(&self, claim: &ReviewClaim, source: Source, asked: &[Candidate]) -> Result<(), ReviewError> {
+        let marker = comment_marker(claim.job_id);
+        if claim.attempts > 1 {
+            let existing = self.github.comments(&self.settings.repo, claim.pr_number).await?;
+            if existing.iter().any(|c| c.body.contains(&marker)) {
+                return Ok(());
+            }
+        }
+        let body = comment_body(source, asked, &marker);
+        self.github.create_comment(&self.settings.repo, claim.pr_number, &body).await?;
+        Ok(())
+    }
+}
+
+fn comment_body(source: Source, asked: &[Candidate], marker: &str) -> String {
+    let mut body = String::new();
+    if asked.is_empty() {
+        body.push_str("longtx found nobody to ask for a review of this fix (no code owner, recent committer or fallback team could be requested).\n");
+    } else {
+        let from = match source {
+            Source::Codeowners => "CODEOWNERS on the base branch",
+            Source::History => "who committed most to the changed files lately",
+            Source::Fallback => "the fallback team",
+            Source::Nobody => "nobody",
+        };
+        body.push_str(&format!("longtx asked for review, chosen by {from}:\n"));
+        for candidate in asked {
+            body.push_str(&format!("- {}: {}\n", candidate.reviewer, candidate.reason));
+        }
+    }
+    body.push('\n');
+    body.push_str(marker);
+    body
+}

@@ -1,0 +1,257 @@
+//! GitHub deliveries and the job transitions they cause, and the reviewer
+//! worker's claims. Each delivery is one short transaction: the delivery id
+//! is recorded in the same transaction as its effect, so a redelivery finds
+//! it and a crash before commit leaves nothing half done.
+
+use crate::{Store, StoreError};
+use longtx_core::github_events::{next_state, PrEvent};
+use longtx_core::JobState;
+use sqlx::Row;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// One webhook delivery, as GitHub identifies it.
+#[derive(Debug, Clone)]
+pub struct Delivery<'a> {
+    pub id: &'a str,
+    pub event: &'a str,
+    pub action: Option<&'a str>,
+}
+
+/// The PR facts a `pull_request` event carries.
+#[derive(Debug, Clone, Default)]
+pub struct PrFacts {
+    pub number: u64,
+    pub url: String,
+    pub head_sha: String,
+    pub base_ref: String,
+    pub author: String,
+}
+
+/// What a delivery did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Applied {
+    /// Seen before: acknowledged, not processed again.
+    Duplicate,
+    Moved { from: JobState, to: JobState },
+    /// Recorded; the job's state stays.
+    Unchanged { state: JobState },
+    UnknownJob,
+    /// Reviving the job would give its source a second active job.
+    Conflict { other_job: i64 },
+    /// Not about a job (ignored event, suspicious PR): audit only.
+    Recorded,
+}
+
+impl Applied {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Applied::Duplicate => "duplicate",
+            Applied::Moved { .. } => "moved",
+            Applied::Unchanged { .. } => "unchanged",
+            Applied::UnknownJob => "unknown_job",
+            Applied::Conflict { .. } => "conflict",
+            Applied::Recorded => "recorded",
+        }
+    }
+}
+
+/// A job whose reviewers are to be asked, as claimed by the worker.
+#[derive(Debug, Clone)]
+pub struct ReviewClaim {
+    pub job_id: i64,
+    pub query_source: String,
+    pub pr_number: u64,
+    pub pr_author: String,
+    pub base_ref: String,
+    pub attempts: i32,
+}
+
+impl Store {
+    /// Records `delivery` and applies `event` to `job_id` (when the PR or
+    /// run was tied to a job), in one transaction. `pr` updates the job's PR
+    /// columns; an opened PR marks its reviewers as pending.
+    pub async fn apply_github_event(
+        &self,
+        delivery: &Delivery<'_>,
+        job_id: Option<i64>,
+        event: Option<&PrEvent>,
+        pr: Option<&PrFacts>,
+        detail: &str,
+    ) -> Result<Applied, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let inserted = sqlx::query(
+            "INSERT INTO github_deliveries (delivery_id, event, action, job_id, outcome) \
+             VALUES ($1, $2, $3, NULL, 'processing') ON CONFLICT DO NOTHING",
+        )
+        .bind(delivery.id)
+        .bind(delivery.event)
+        .bind(delivery.action)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if inserted == 0 {
+            return Ok(Applied::Duplicate);
+        }
+        let applied = match (job_id, event) {
+            (Some(job_id), Some(event)) => apply(&mut tx, job_id, event, pr).await?,
+            _ => Applied::Recorded,
+        };
+        let outcome = match &applied {
+            Applied::Moved { from, to } => format!("moved {from} -> {to}"),
+            Applied::Conflict { other_job } => format!("conflict: job {other_job} is active"),
+            other => other.as_str().to_owned(),
+        };
+        let outcome = if detail.is_empty() { outcome } else { format!("{outcome}: {detail}") };
+        let job_ref = job_id.filter(|_| applied != Applied::UnknownJob);
+        sqlx::query("UPDATE github_deliveries SET outcome = $2, job_id = $3 WHERE delivery_id = $1")
+            .bind(delivery.id)
+            .bind(outcome)
+            .bind(job_ref)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(applied)
+    }
+
+    /// Claims one job whose reviewers are pending, for `lease`.
+    pub async fn claim_review(&self, lease: Duration) -> Result<Option<ReviewClaim>, StoreError> {
+        let row = sqlx::query(
+            "UPDATE jobs SET reviewers_lease_until = now() + make_interval(secs => $1), \
+                 reviewers_attempts = reviewers_attempts + 1 \
+             WHERE id = (SELECT id FROM jobs \
+                         WHERE reviewers_state = 'pending' AND state = 'in_review' \
+                           AND pr_number IS NOT NULL \
+                           AND (reviewers_lease_until IS NULL OR reviewers_lease_until < now()) \
+                         ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             RETURNING id, query_source, pr_number, pr_author, pr_base_ref, reviewers_attempts",
+        )
+        .bind(lease.as_secs_f64())
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|row| {
+            Ok(ReviewClaim {
+                job_id: row.try_get("id")?,
+                query_source: row.try_get("query_source")?,
+                pr_number: row.try_get::<i64, _>("pr_number")? as u64,
+                pr_author: row.try_get::<Option<String>, _>("pr_author")?.unwrap_or_default(),
+                base_ref: row.try_get::<Option<String>, _>("pr_base_ref")?.unwrap_or_default(),
+                attempts: row.try_get("reviewers_attempts")?,
+            })
+        })
+        .transpose()
+    }
+
+    /// Open longtx reviews (jobs in review) per reviewer key.
+    pub async fn open_review_counts(&self, keys: &[String]) -> Result<HashMap<String, i64>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT r.reviewer, count(*) AS open FROM review_requests r \
+             JOIN jobs j ON j.id = r.job_id \
+             WHERE j.state = 'in_review' AND r.reviewer = ANY($1) GROUP BY r.reviewer",
+        )
+        .bind(keys)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("reviewer")?, row.try_get("open")?)))
+            .collect()
+    }
+
+    /// Records the reviewers asked (`keys`, empty when nobody was found) and
+    /// the choice with its reasons. Only a job still pending is changed.
+    pub async fn record_reviewers(
+        &self,
+        job_id: i64,
+        keys: &[String],
+        choice: &serde_json::Value,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let state = if keys.is_empty() { "none" } else { "requested" };
+        let updated = sqlx::query(
+            "UPDATE jobs SET reviewers_state = $2, reviewers = $3, reviewers_lease_until = NULL, \
+                 updated_at = now() \
+             WHERE id = $1 AND reviewers_state = 'pending'",
+        )
+        .bind(job_id)
+        .bind(state)
+        .bind(choice)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if updated == 1 {
+            sqlx::query(
+                "INSERT INTO review_requests (job_id, reviewer) \
+                 SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING",
+            )
+            .bind(job_id)
+            .bind(keys)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(updated == 1)
+    }
+}
+
+async fn apply(
+    tx: &mut sqlx::PgConnection,
+    job_id: i64,
+    event: &PrEvent,
+    pr: Option<&PrFacts>,
+) -> Result<Applied, StoreError> {
+    let Some(row) = sqlx::query("SELECT state, query_source FROM jobs WHERE id = $1 FOR UPDATE")
+        .bind(job_id)
+        .fetch_optional(&mut *tx)
+        .await?
+    else {
+        return Ok(Applied::UnknownJob);
+    };
+    let current: JobState = row
+        .try_get::<String, _>("state")?
+        .parse()
+        .map_err(|e: longtx_core::job::UnknownState| sqlx::Error::Decode(e.into()))?;
+    let source: String = row.try_get("query_source")?;
+    if let Some(pr) = pr {
+        sqlx::query(
+            "UPDATE jobs SET pr_number = $2, pr_url = $3, pr_head_sha = $4, pr_base_ref = $5, \
+                 pr_author = $6, updated_at = now() WHERE id = $1",
+        )
+        .bind(job_id)
+        .bind(pr.number as i64)
+        .bind(&pr.url)
+        .bind(&pr.head_sha)
+        .bind(&pr.base_ref)
+        .bind(&pr.author)
+        .execute(&mut *tx)
+        .await?;
+    }
+    let Some(to) = next_state(current, event) else {
+        return Ok(Applied::Unchanged { state: current });
+    };
+    if to.is_active() && !current.is_active() {
+        let other: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM jobs WHERE query_source = $1 AND id <> $2 \
+               AND state IN ('queued', 'dispatching', 'agent_running', 'in_review')",
+        )
+        .bind(&source)
+        .bind(job_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(other_job) = other {
+            return Ok(Applied::Conflict { other_job });
+        }
+    }
+    sqlx::query(
+        "UPDATE jobs SET state = $2, state_reason = NULL, updated_at = now(), lease_until = NULL, \
+             ended_at = CASE WHEN $3 THEN NULL ELSE now() END, \
+             reviewers_state = CASE WHEN $2 = 'in_review' AND reviewers_state IS NULL \
+                                    THEN 'pending' ELSE reviewers_state END \
+         WHERE id = $1",
+    )
+    .bind(job_id)
+    .bind(to.as_str())
+    .bind(to.is_active())
+    .execute(&mut *tx)
+    .await?;
+    Ok(Applied::Moved { from: current, to })
+}
