@@ -9,6 +9,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod review;
+pub use review::ReviewConfig;
+
 /// The file's shape; every key optional.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,6 +46,12 @@ struct FileConfig {
     agent_timeout: Option<String>,
     dispatch_lease: Option<String>,
     public_url: Option<String>,
+    github_webhook_secret: Option<String>,
+    fallback_team: Option<String>,
+    max_reviewers: Option<usize>,
+    history_days: Option<u32>,
+    git_url: Option<String>,
+    author_logins: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Clone)]
@@ -68,6 +77,7 @@ pub struct Config {
     pub repo_path: Option<PathBuf>,
     pub prompt_budget_bytes: usize,
     pub github: GitHubConfig,
+    pub reviews: ReviewConfig,
 }
 
 /// GitHub access and dispatch. No credentials: dry-run mode.
@@ -119,6 +129,7 @@ impl fmt::Debug for Config {
             )
             .field("max_running", &self.github.max_running)
             .field("public_url", &self.github.public_url)
+            .field("reviews", &self.reviews)
             .finish()
     }
 }
@@ -271,9 +282,22 @@ impl Config {
         }
 
         let github = load_github(&var, &file_gh, listen)?;
+        let reviews = review::load(
+            &var,
+            review::FileReview {
+                webhook_secret: file.github_webhook_secret,
+                fallback_team: file.fallback_team,
+                max_reviewers: file.max_reviewers,
+                history_days: file.history_days,
+                git_url: file.git_url,
+                author_logins: file.author_logins,
+            },
+            github.repo.as_deref(),
+        )?;
 
         Ok(Config {
             github,
+            reviews,
             prompt_template: var("LONGTX_PROMPT_TEMPLATE")
                 .map(PathBuf::from)
                 .or(file.prompt_template)

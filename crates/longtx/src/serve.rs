@@ -111,8 +111,53 @@ async fn start_dispatcher(
         max_running: gh.max_running,
         dry_run: github.is_none(),
     };
+    let mut state = state.with_dispatch(info);
+    if let (Some(secret), Some(repo)) = (&config.reviews.webhook_secret, &gh.repo) {
+        state = state.with_github_webhook(longtx_http::GitHubWebhook::new(secret, repo));
+    } else {
+        tracing::info!("LONGTX_GITHUB_WEBHOOK_SECRET or LONGTX_GITHUB_REPO unset: /webhooks/github answers 503");
+    }
+    if let Some(github) = &github {
+        let queue = longtx_pipeline::spawn_reviewer(
+            store.clone(),
+            review_settings(config, &settings.repo)?,
+            github.clone(),
+        );
+        state = state.with_reviews(queue);
+    }
     longtx_pipeline::spawn_dispatcher(store.clone(), settings, github);
-    Ok(state.with_dispatch(info))
+    Ok(state)
+}
+
+/// The mirror lives under the data directory, one bare repository per
+/// target repository.
+fn review_settings(
+    config: &Config,
+    repo: &longtx_github::RepoName,
+) -> anyhow::Result<longtx_pipeline::ReviewSettings> {
+    let reviews = &config.reviews;
+    let url = reviews
+        .git_url
+        .clone()
+        .context("LONGTX_GIT_URL is unset and there is no LONGTX_GITHUB_REPO")?;
+    Ok(longtx_pipeline::ReviewSettings {
+        repo: repo.clone(),
+        mirror: longtx_git::Mirror {
+            path: config
+                .data_dir
+                .join("mirror")
+                .join(format!("{}__{}.git", repo.owner, repo.name)),
+            url,
+        },
+        history_days: reviews.history_days,
+        as_of: None,
+        max_reviewers: reviews.max_reviewers,
+        fallback_team: reviews.fallback_team.clone(),
+        author_logins: reviews.author_logins.clone().into_iter().collect(),
+        lease: Duration::from_secs(300),
+        idle_poll: Duration::from_secs(5),
+        fetch_timeout: Duration::from_secs(600),
+    })
 }
 
 fn load_ignore_list(path: &Path) -> anyhow::Result<IgnoreList> {

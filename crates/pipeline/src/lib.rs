@@ -7,4 +7,7 @@ mod reviewers;
 
 pub use dispatch::{spawn_dispatcher, DispatchSettings};
 pub use prompts::{facts_of, spawn_prompt_worker, PromptQueue};
-pub use reviewers::{comment_marker, spawn_reviewer, ReviewQueue, ReviewSettings};
+pub use reviewers::{
+    comment_marker, configured_login, history_reason, owner_candidates, spawn_reviewer, ReviewQueue,
+    ReviewSettings,
+};

@@ -217,24 +217,11 @@ impl<G: GitHub> Worker<G> {
     }
 
     fn owner_candidates(&self, owners: Vec<(Owner, String)>) -> Vec<Candidate> {
-        owners
-            .into_iter()
-            .filter_map(|(owner, reason)| {
-                let reviewer = match owner {
-                    Owner::User(login) => Reviewer::User(login),
-                    Owner::Team(team) => Reviewer::Team(team),
-                    Owner::Email(email) => Reviewer::User(self.configured_login(&email)?),
-                };
-                Some(Candidate { reviewer, reason, score: 0.0 })
-            })
-            .collect()
+        owner_candidates(owners, &self.settings.author_logins)
     }
 
     fn configured_login(&self, email: &str) -> Option<String> {
-        let email = email.to_ascii_lowercase();
-        noreply_login(&email)
-            .map(str::to_owned)
-            .or_else(|| self.settings.author_logins.get(&email).cloned())
+        configured_login(email, &self.settings.author_logins)
     }
 
     async fn history_candidates(&self, people: Vec<longtx_git::HistoryPerson>) -> Result<Vec<Candidate>, ReviewError> {
@@ -246,13 +233,7 @@ impl<G: GitHub> Worker<G> {
             };
             candidates.push(Candidate {
                 reviewer: Reviewer::User(login),
-                reason: format!(
-                    "{} commits to {} in the last {} days, latest {}",
-                    person.commits,
-                    person.files.join(", "),
-                    self.settings.history_days,
-                    person.latest.format("%Y-%m-%d")
-                ),
+                reason: history_reason(&person, self.settings.history_days),
                 score: person.score,
             });
         }
@@ -351,6 +332,41 @@ impl<G: GitHub> Worker<G> {
         self.github.create_comment(&self.settings.repo, claim.pr_number, &body).await?;
         Ok(())
     }
+}
+
+/// CODEOWNERS entries as candidates; an email owner counts only when a
+/// login is known for it without asking GitHub.
+pub fn owner_candidates(owners: Vec<(Owner, String)>, logins: &HashMap<String, String>) -> Vec<Candidate> {
+    owners
+        .into_iter()
+        .filter_map(|(owner, reason)| {
+            let reviewer = match owner {
+                Owner::User(login) => Reviewer::User(login),
+                Owner::Team(team) => Reviewer::Team(team),
+                Owner::Email(email) => Reviewer::User(configured_login(&email, logins)?),
+            };
+            Some(Candidate { reviewer, reason, score: 0.0 })
+        })
+        .collect()
+}
+
+/// A noreply address names its login; else the configured map decides.
+pub fn configured_login(email: &str, logins: &HashMap<String, String>) -> Option<String> {
+    let email = email.to_ascii_lowercase();
+    noreply_login(&email)
+        .map(str::to_owned)
+        .or_else(|| logins.get(&email).cloned())
+}
+
+/// Why a committer was found, for the comment and the CLI.
+pub fn history_reason(person: &longtx_git::HistoryPerson, days: u32) -> String {
+    format!(
+        "{} commit{} to {} in the last {days} days, latest {}",
+        person.commits,
+        if person.commits == 1 { "" } else { "s" },
+        person.files.join(", "),
+        person.latest.format("%Y-%m-%d")
+    )
 }
 
 fn comment_body(source: Source, asked: &[Candidate], marker: &str) -> String {
