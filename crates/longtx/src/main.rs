@@ -51,6 +51,28 @@ enum Command {
         #[arg(long)]
         repo: Option<PathBuf>,
     },
+    /// Print who would be asked to review a change to these files, and why,
+    /// offline: CODEOWNERS at the revision, else commit history, else the
+    /// fallback team. GitHub-only checks (collaborators, the commit API)
+    /// are left out.
+    Reviewers {
+        /// A clone of the target repository.
+        #[arg(long)]
+        repo: PathBuf,
+        /// A changed file, relative to the repository root; repeat for several.
+        #[arg(long = "file", required = true)]
+        files: Vec<String>,
+        /// The revision whose CODEOWNERS and history count (the PR's base).
+        #[arg(long = "ref", default_value = "HEAD")]
+        rev: String,
+        /// End of the history window: YYYY-MM-DD (the end of that day, UTC)
+        /// or an RFC 3339 time; default now.
+        #[arg(long)]
+        as_of: Option<String>,
+        /// The PR's author, who never reviews their own PR.
+        #[arg(long)]
+        author: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -94,6 +116,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             return offline::print_prompt(&config, &query_source, table, duration, repo);
         }
+        Command::Reviewers {
+            repo,
+            files,
+            rev,
+            as_of,
+            author,
+        } => {
+            let args = offline::ReviewersArgs {
+                repo: &repo,
+                files: &files,
+                rev: &rev,
+                as_of: as_of.as_deref(),
+                author: author.as_deref(),
+            };
+            return offline::print_reviewers(&config, args);
+        }
         Command::Serve | Command::Migrate => {}
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -102,7 +140,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     match cli.command {
         Command::Serve => runtime.block_on(serve::serve(config)),
-        Command::Patterns { .. } | Command::Prompt { .. } => unreachable!("handled above"),
+        Command::Patterns { .. } | Command::Prompt { .. } | Command::Reviewers { .. } => {
+            unreachable!("handled above")
+        }
         Command::Migrate => runtime.block_on(async {
             let db = database::Database::open(&config).await?;
             let result = db.store.migrate().await.context("applying migrations");

@@ -1,4 +1,9 @@
-//! Commands that need no database: linting the catalogue, previewing a prompt.
+//! Commands that need no database: linting the catalogue, previewing a
+//! prompt, showing who would review a change.
+
+mod reviewers;
+
+pub use reviewers::{print_reviewers, ReviewersArgs};
 
 use crate::config::Config;
 use anyhow::{bail, Context};

@@ -4,6 +4,9 @@ use longtx_http::{AppState, WebhookAuth};
 use longtx_store::{PoolSettings, Store};
 use std::time::Duration;
 
+/// The target repository of test apps and the fake GitHub.
+pub const GITHUB_REPO: &str = crate::github_events::TARGET_REPO;
+
 /// How a test wants its app; defaults match the service's defaults.
 pub struct TestAppBuilder {
     policy: IntakePolicy,
@@ -16,6 +19,8 @@ pub struct TestAppBuilder {
         longtx_pipeline::DispatchSettings,
         Option<longtx_github::OctocrabGitHub>,
     )>,
+    github_webhook: Option<String>,
+    reviewer: Option<(longtx_pipeline::ReviewSettings, longtx_github::OctocrabGitHub)>,
 }
 
 impl TestAppBuilder {
@@ -32,6 +37,22 @@ impl TestAppBuilder {
     /// Run the prompt worker on these sources, as `longtx serve` does.
     pub fn prompts(mut self, sources: longtx_prompt::PromptSources) -> Self {
         self.prompts = Some(sources);
+        self
+    }
+
+    /// Accept GitHub deliveries signed with `secret`, for [`GITHUB_REPO`].
+    pub fn github_webhook(mut self, secret: &str) -> Self {
+        self.github_webhook = Some(secret.to_owned());
+        self
+    }
+
+    /// Run the reviewer worker, as `longtx serve` does with a client.
+    pub fn reviewer(
+        mut self,
+        settings: longtx_pipeline::ReviewSettings,
+        github: longtx_github::OctocrabGitHub,
+    ) -> Self {
+        self.reviewer = Some((settings, github));
         self
     }
 
@@ -98,6 +119,13 @@ impl TestAppBuilder {
                 github.map(std::sync::Arc::new),
             );
         }
+        if let Some(secret) = &self.github_webhook {
+            state = state.with_github_webhook(longtx_http::GitHubWebhook::new(secret, GITHUB_REPO));
+        }
+        if let Some((settings, github)) = self.reviewer {
+            let queue = longtx_pipeline::spawn_reviewer(store.clone(), settings, std::sync::Arc::new(github));
+            state = state.with_reviews(queue);
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("binding a loopback port");
@@ -142,6 +170,8 @@ impl TestApp {
             database: None,
             prompts: None,
             dispatcher: None,
+            github_webhook: None,
+            reviewer: None,
         }
     }
 
@@ -159,6 +189,27 @@ impl TestApp {
             .post(self.url(path))
             .header("content-type", "application/json")
             .body(body.to_string())
+            .send()
+            .await
+            .expect("request reaches the app")
+    }
+
+    /// Delivers a GitHub event signed with `secret` under `delivery` id.
+    pub async fn post_github(
+        &self,
+        event: &str,
+        delivery: &str,
+        body: &serde_json::Value,
+        secret: &str,
+    ) -> reqwest::Response {
+        let body = body.to_string();
+        self.client
+            .post(self.url("/webhooks/github"))
+            .header("content-type", "application/json")
+            .header("x-github-event", event)
+            .header("x-github-delivery", delivery)
+            .header("x-hub-signature-256", crate::github_events::sign(secret, body.as_bytes()))
+            .body(body)
             .send()
             .await
             .expect("request reaches the app")

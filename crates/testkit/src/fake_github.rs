@@ -12,6 +12,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod pulls;
+pub use pulls::{ReviewRequest, OWN_LOGIN};
+
 /// What the next dispatch request meets instead of a plain success.
 #[derive(Debug, Clone)]
 pub enum Fault {
@@ -34,6 +37,7 @@ struct Inner {
     latency: Duration,
     next_run_id: u64,
     last_auth: Option<String>,
+    pulls: pulls::PullState,
 }
 
 #[derive(Clone, Default)]
@@ -63,6 +67,7 @@ impl FakeGitHub {
                 get(list_runs),
             )
             .route("/repos/{owner}/{repo}/actions/runs/{id}", get(one_run))
+            .merge(pulls::routes())
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());

@@ -5,16 +5,22 @@
 //!   the first test starts and later tests reuse).
 //! - [`TestApp`]: the real router served on a real loopback socket.
 //! - [`payloads`]: builders for webhook bodies shaped like what
-//!   Alertmanager 0.25 and Datadog send.
+//!   Alertmanager 0.25 and Datadog send; [`github_events`] for GitHub's.
+//! - [`GitRepo`]: a real git repository made in the test, with a bare copy
+//!   as its remote.
+//! - [`FakeGitHub`]: GitHub's REST API at the HTTP level, with state.
 
 mod app;
 mod db;
 mod fake_github;
+mod git_repo;
+pub mod github_events;
 pub mod payloads;
 
-pub use app::{TestApp, TestAppBuilder};
+pub use app::{TestApp, TestAppBuilder, GITHUB_REPO};
 pub use db::TestDatabase;
-pub use fake_github::{FakeGitHub, Fault};
+pub use git_repo::{history_now, GitRepo};
+pub use fake_github::{FakeGitHub, Fault, ReviewRequest, OWN_LOGIN};
 /// Runs futures concurrently on the current task and collects their outputs.
 pub use futures_util::future::join_all;
 /// Re-exported so tests can read tables without their own dependency.
@@ -36,6 +42,27 @@ pub fn shipped_prompt_sources() -> longtx_prompt::PromptSources {
         patterns_dir: patterns,
         repo: None,
         budget_bytes: longtx_prompt::DEFAULT_BUDGET_BYTES,
+    }
+}
+
+/// Reviewer-worker settings for tests: the fake's repository, a mirror of
+/// `remote` (a local bare repository) under `mirror_dir`, history as of
+/// [`history_now`], fast polling.
+pub fn review_settings(remote: &std::path::Path, mirror_dir: &std::path::Path) -> longtx_pipeline::ReviewSettings {
+    longtx_pipeline::ReviewSettings {
+        repo: GITHUB_REPO.parse().unwrap(),
+        mirror: longtx_git::Mirror {
+            path: mirror_dir.join("mirror.git"),
+            url: remote.to_str().unwrap().to_owned(),
+        },
+        history_days: 365,
+        as_of: Some(history_now()),
+        max_reviewers: 2,
+        fallback_team: None,
+        author_logins: Default::default(),
+        lease: std::time::Duration::from_secs(30),
+        idle_poll: std::time::Duration::from_millis(50),
+        fetch_timeout: std::time::Duration::from_secs(60),
     }
 }
 

@@ -1,0 +1,87 @@
+//! Shared by the PR-tracking tests: an app that takes alerts, dispatches
+//! to the fake GitHub, verifies GitHub deliveries and asks reviewers from
+//! a mirror of a real (bare) repository.
+
+#![allow(dead_code)]
+
+use longtx_pipeline::ReviewSettings;
+use longtx_store::JobRow;
+use longtx_testkit::payloads::{AmAlert, AmWebhook};
+use longtx_testkit::{dispatch_settings, shipped_prompt_sources, FakeGitHub, TestApp};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub const SECRET: &str = "it's-a-secret-to-everybody";
+
+pub struct Tracking {
+    pub app: TestApp,
+    pub github: FakeGitHub,
+    _mirror_dir: TempDir,
+}
+
+pub struct TempDir(pub PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Tracking {
+    /// `remote` is the bare repository the mirror fetches; `change` adjusts
+    /// the reviewer settings (fallback team, logins, limits).
+    pub async fn start(remote: &std::path::Path, change: impl FnOnce(&mut ReviewSettings)) -> Tracking {
+        let github = FakeGitHub::start().await;
+        let mirror_dir = std::env::temp_dir().join(format!(
+            "longtx-mirror-{}-{}",
+            std::process::id(),
+            remote.file_name().unwrap().to_string_lossy()
+        ));
+        std::fs::create_dir_all(&mirror_dir).unwrap();
+        let mut settings = longtx_testkit::review_settings(remote, &mirror_dir);
+        change(&mut settings);
+        let app = TestApp::builder()
+            .prompts(shipped_prompt_sources())
+            .dispatcher(dispatch_settings(), Some(github.client(Duration::from_secs(5))))
+            .github_webhook(SECRET)
+            .reviewer(settings, github.client(Duration::from_secs(5)))
+            .spawn()
+            .await;
+        Tracking { app, github, _mirror_dir: TempDir(mirror_dir) }
+    }
+
+    /// Fires an alert for `source` and waits until its agent run is
+    /// dispatched; returns the job id.
+    pub async fn job_with_agent_running(&self, source: &str) -> i64 {
+        let hook = AmWebhook::with(AmAlert::firing(source).table("orders").value(150.0));
+        let response = self.app.post_json("/webhooks/alertmanager", &hook.to_json()).await;
+        assert_eq!(response.status(), 200);
+        let body: serde_json::Value = response.json().await.unwrap();
+        let id = body["results"][0]["job_id"].as_i64().expect("a job was made");
+        self.wait_for(id, |job| job.state == "agent_running").await;
+        id
+    }
+
+    pub async fn job(&self, id: i64) -> JobRow {
+        self.app.store.job(id).await.unwrap().expect("the job exists")
+    }
+
+    /// Polls the job until `done` holds (at most 20 s); returns it either way.
+    pub async fn wait_for(&self, id: i64, done: impl Fn(&JobRow) -> bool) -> JobRow {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let job = self.job(id).await;
+            if done(&job) || Instant::now() > deadline {
+                return job;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Delivers a signed event and returns the status and JSON answer.
+    pub async fn deliver(&self, event: &str, delivery: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+        let response = self.app.post_github(event, delivery, body, SECRET).await;
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap())
+    }
+}

@@ -1,0 +1,256 @@
+//! The fake's pull-request side: changed files, review requests, comments,
+//! collaborators, commit authors and the token's own user. Like GitHub, a
+//! review request naming anyone who cannot review is refused whole (422).
+
+use super::{arrive, authorised, bad_credentials, FakeGitHub, Shared};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+
+/// The login the fake's token belongs to.
+pub const OWN_LOGIN: &str = "longtx-service";
+
+#[derive(Debug, Default)]
+pub(super) struct PullState {
+    files: HashMap<u64, Vec<Value>>,
+    /// Lowercased logins that are not collaborators (404, and 422 when asked).
+    non_collaborators: HashSet<String>,
+    /// Lowercased collaborators GitHub still refuses to ask (422), as with
+    /// an invitation not yet accepted.
+    unrequestable: HashSet<String>,
+    commit_logins: HashMap<String, String>,
+    /// Accepted review requests: (PR, users, team slugs).
+    review_requests: Vec<(u64, Vec<String>, Vec<String>)>,
+    refused_review_requests: u32,
+    comments: HashMap<u64, Vec<Value>>,
+    next_comment_id: u64,
+}
+
+/// A review request GitHub accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewRequest {
+    pub pr: u64,
+    pub users: Vec<String>,
+    pub teams: Vec<String>,
+}
+
+impl FakeGitHub {
+    /// The files `GET pulls/{n}/files` lists: (path, lines changed).
+    pub fn set_pull_files(&self, pr: u64, files: &[(&str, u64)]) {
+        let files = files
+            .iter()
+            .map(|(path, changes)| json!({"filename": path, "changes": changes, "status": "modified"}))
+            .collect();
+        self.inner.lock().unwrap().pulls.files.insert(pr, files);
+    }
+
+    pub fn set_non_collaborators(&self, logins: &[&str]) {
+        self.inner.lock().unwrap().pulls.non_collaborators =
+            logins.iter().map(|l| l.to_ascii_lowercase()).collect();
+    }
+
+    /// Collaborators whose review request GitHub refuses with 422.
+    pub fn set_unrequestable(&self, logins: &[&str]) {
+        self.inner.lock().unwrap().pulls.unrequestable =
+            logins.iter().map(|l| l.to_ascii_lowercase()).collect();
+    }
+
+    /// GitHub ties commit `sha`'s author to `login`.
+    pub fn set_commit_login(&self, sha: &str, login: &str) {
+        self.inner
+            .lock()
+            .unwrap()
+            .pulls
+            .commit_logins
+            .insert(sha.to_owned(), login.to_owned());
+    }
+
+    pub fn review_requests(&self) -> Vec<ReviewRequest> {
+        self.inner
+            .lock()
+            .unwrap()
+            .pulls
+            .review_requests
+            .iter()
+            .map(|(pr, users, teams)| ReviewRequest { pr: *pr, users: users.clone(), teams: teams.clone() })
+            .collect()
+    }
+
+    /// How many review requests were refused with 422.
+    pub fn refused_review_requests(&self) -> u32 {
+        self.inner.lock().unwrap().pulls.refused_review_requests
+    }
+
+    /// The bodies of the comments on a PR, oldest first.
+    pub fn comments_on(&self, pr: u64) -> Vec<String> {
+        self.inner
+            .lock()
+            .unwrap()
+            .pulls
+            .comments
+            .get(&pr)
+            .map(|list| list.iter().map(|c| c["body"].as_str().unwrap_or("").to_owned()).collect())
+            .unwrap_or_default()
+    }
+}
+
+pub(super) fn routes() -> Router<Shared> {
+    Router::new()
+        .route("/repos/{owner}/{repo}/pulls/{number}/files", get(pull_files))
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}/requested_reviewers",
+            axum::routing::post(request_reviewers),
+        )
+        .route(
+            "/repos/{owner}/{repo}/issues/{number}/comments",
+            get(list_comments).post(create_comment),
+        )
+        .route("/repos/{owner}/{repo}/collaborators/{login}", get(collaborator))
+        .route("/repos/{owner}/{repo}/commits/{sha}", get(commit))
+        .route("/user", get(own_user))
+}
+
+fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))).into_response()
+}
+
+/// Everything fits on the first page; later pages are empty.
+fn first_page(items: Vec<Value>, page: Option<&str>) -> Response {
+    let page: usize = page.and_then(|p| p.parse().ok()).unwrap_or(1);
+    Json(if page == 1 { items } else { Vec::new() }).into_response()
+}
+
+type Query = axum::extract::Query<HashMap<String, String>>;
+
+async fn pull_files(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    query: Query,
+) -> Response {
+    arrive(&inner, format!("GET /repos/{owner}/{repo}/pulls/{number}/files")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    let files = inner.lock().unwrap().pulls.files.get(&number).cloned();
+    match files {
+        Some(files) => first_page(files, query.get("page").map(String::as_str)),
+        None => not_found(),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct ReviewersBody {
+    #[serde(default)]
+    reviewers: Vec<String>,
+    #[serde(default)]
+    team_reviewers: Vec<String>,
+}
+
+async fn request_reviewers(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    Json(body): Json<ReviewersBody>,
+) -> Response {
+    arrive(&inner, format!("POST /repos/{owner}/{repo}/pulls/{number}/requested_reviewers")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    let mut inner = inner.lock().unwrap();
+    let pulls = &mut inner.pulls;
+    let refused = body.reviewers.iter().any(|login| {
+        let login = login.to_ascii_lowercase();
+        pulls.non_collaborators.contains(&login) || pulls.unrequestable.contains(&login)
+    });
+    if refused {
+        pulls.refused_review_requests += 1;
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({"message": "Reviews may only be requested from collaborators. One or more of the users or teams you specified is not a collaborator of the repository."})),
+        )
+            .into_response();
+    }
+    pulls.review_requests.push((number, body.reviewers.clone(), body.team_reviewers.clone()));
+    (StatusCode::CREATED, Json(json!({"number": number}))).into_response()
+}
+
+async fn list_comments(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    query: Query,
+) -> Response {
+    arrive(&inner, format!("GET /repos/{owner}/{repo}/issues/{number}/comments")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    let comments = inner.lock().unwrap().pulls.comments.get(&number).cloned().unwrap_or_default();
+    first_page(comments, query.get("page").map(String::as_str))
+}
+
+#[derive(serde::Deserialize)]
+struct CommentBody {
+    body: String,
+}
+
+async fn create_comment(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    Json(body): Json<CommentBody>,
+) -> Response {
+    arrive(&inner, format!("POST /repos/{owner}/{repo}/issues/{number}/comments")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    let mut inner = inner.lock().unwrap();
+    let pulls = &mut inner.pulls;
+    pulls.next_comment_id += 1;
+    let comment = json!({"id": 7000 + pulls.next_comment_id, "body": body.body, "user": {"login": OWN_LOGIN}});
+    pulls.comments.entry(number).or_default().push(comment.clone());
+    (StatusCode::CREATED, Json(comment)).into_response()
+}
+
+async fn collaborator(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, login)): Path<(String, String, String)>,
+) -> Response {
+    arrive(&inner, format!("GET /repos/{owner}/{repo}/collaborators/{login}")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    let outsider = inner.lock().unwrap().pulls.non_collaborators.contains(&login.to_ascii_lowercase());
+    if outsider {
+        not_found()
+    } else {
+        StatusCode::NO_CONTENT.into_response()
+    }
+}
+
+async fn commit(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, sha)): Path<(String, String, String)>,
+) -> Response {
+    arrive(&inner, format!("GET /repos/{owner}/{repo}/commits/{sha}")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    let login = inner.lock().unwrap().pulls.commit_logins.get(&sha).cloned();
+    let author = login.map(|login| json!({"login": login}));
+    Json(json!({"sha": sha, "author": author})).into_response()
+}
+
+async fn own_user(State(inner): State<Shared>, headers: HeaderMap) -> Response {
+    arrive(&inner, "GET /user".to_owned()).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    Json(json!({"login": OWN_LOGIN, "type": "User"})).into_response()
+}
