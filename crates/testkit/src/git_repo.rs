@@ -57,13 +57,14 @@ impl GitRepo {
             .arg("-C")
             .arg(&self.path)
             .args(args)
-            .envs(env.iter().copied())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_AUTHOR_NAME", "Test")
             .env("GIT_AUTHOR_EMAIL", "test@example.com")
             .env("GIT_COMMITTER_NAME", "Test")
             .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            // After the defaults, so a commit's own identity wins.
+            .envs(env.iter().copied())
             .output()
             .expect("running git");
         assert!(
