@@ -174,6 +174,21 @@ pub trait GitHub: Send + Sync + 'static {
         login: &str,
     ) -> impl Future<Output = Result<bool, GitHubError>> + Send;
 
+    /// The slugs of an organisation's teams, or `None` when longtx may not
+    /// see them (an App without `members: read`, or a user account).
+    fn org_teams(
+        &self,
+        org: &str,
+    ) -> impl Future<Output = Result<Option<Vec<String>>, GitHubError>> + Send;
+
+    /// True when `login` is an active member of `org/slug`.
+    fn is_team_member(
+        &self,
+        org: &str,
+        slug: &str,
+        login: &str,
+    ) -> impl Future<Output = Result<bool, GitHubError>> + Send;
+
     /// The GitHub login GitHub tied a commit's author to, if any.
     fn commit_author_login(
         &self,

@@ -285,6 +285,31 @@ impl GitHub for OctocrabGitHub {
         }
     }
 
+    async fn org_teams(&self, org: &str) -> Result<Option<Vec<String>>, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct Team {
+            slug: String,
+        }
+        match self.pages::<Team>(&format!("/orgs/{org}/teams")).await {
+            Ok(teams) => Ok(Some(teams.into_iter().map(|t| t.slug).collect())),
+            Err(GitHubError::Refused { status: 403 | 404, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn is_team_member(&self, org: &str, slug: &str, login: &str) -> Result<bool, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct Membership {
+            state: String,
+        }
+        let path = format!("/orgs/{org}/teams/{slug}/memberships/{login}");
+        match self.send("GET", &path, None).await {
+            Ok((_, text)) => Ok(parse::<Membership>(&text)?.state == "active"),
+            Err(GitHubError::Refused { status: 403 | 404, .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     async fn commit_author_login(&self, repo: &RepoName, sha: &str) -> Result<Option<String>, GitHubError> {
         #[derive(serde::Deserialize)]
         struct CommitInfo {

@@ -93,6 +93,7 @@ async fn history_decides_when_the_only_owner_is_the_author_and_outsiders_and_bot
         t.github.set_commit_login(sha, "carol");
     }
     t.github.set_non_collaborators(&["carol"]);
+    t.github.set_teams(&[("payments", &["bob"]), ("platform", &["erin"])]);
 
     let job = open_pr(&t, "OrderSyncWorker", PR, "alice").await;
     assert_eq!(requested_users(&t), vec![BTreeSet::from(["bob".to_owned(), "dave".to_owned()])]);
@@ -104,6 +105,7 @@ async fn history_decides_when_the_only_owner_is_the_author_and_outsiders_and_bot
     assert!(!recorded.to_string().contains("renovate"), "bots never count: {recorded}");
     let comment = &t.github.comments_on(PR)[0];
     assert!(comment.contains("3 commits to app/models/order.rb in the last 365 days"), "{comment}");
+    assert!(comment.contains("now in @acme/payments"), "the team Bob is in now: {comment}");
 }
 
 #[tokio::test]

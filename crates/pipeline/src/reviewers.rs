@@ -31,6 +31,9 @@ const MAX_ATTEMPTS: i32 = 5;
 const MAX_HISTORY_FILES: usize = 10;
 /// Collaborator checks per choice, to bound GitHub calls on big PRs.
 const MAX_COLLABORATOR_CHECKS: usize = 10;
+/// Teams looked through for a history reviewer's current team: one
+/// membership call per team and person, so this stays small.
+const MAX_TEAMS_LOOKED_AT: usize = 20;
 
 #[derive(Debug, Clone)]
 pub struct ReviewSettings {
@@ -170,7 +173,10 @@ impl<G: GitHub> Worker<G> {
             .map(|c| c.reviewer.key())
             .collect();
         facts.open_reviews = self.store.open_review_counts(&keys).await?;
-        let choice = choose(&facts);
+        let mut choice = choose(&facts);
+        if choice.source == Source::History {
+            self.add_current_teams(&mut choice).await;
+        }
         let asked = self.ask(claim, &choice).await?;
         let keys: Vec<String> = asked.iter().map(|c| c.reviewer.key()).collect();
         let record = serde_json::json!({
@@ -252,6 +258,39 @@ impl<G: GitHub> Worker<G> {
         let login = self.github.commit_author_login(&self.settings.repo, sample_commit).await?;
         self.logins.lock().unwrap().insert(email.to_owned(), login.clone());
         Ok(login)
+    }
+
+    /// Someone found by history may have moved on: the reason names the
+    /// team they are in now, so the reviewer (and whoever reads the
+    /// comment) can judge. Skipped quietly when longtx cannot see teams;
+    /// a failure here never blocks the request.
+    async fn add_current_teams(&self, choice: &mut Choice) {
+        let org = &self.settings.repo.owner;
+        let teams = match self.github.org_teams(org).await {
+            Ok(Some(teams)) => teams,
+            Ok(None) => return,
+            Err(err) => {
+                tracing::info!(error = %err, "team lookup skipped");
+                return;
+            }
+        };
+        for candidate in &mut choice.reviewers {
+            let Reviewer::User(login) = &candidate.reviewer else { continue };
+            let mut current = Vec::new();
+            for slug in teams.iter().take(MAX_TEAMS_LOOKED_AT) {
+                match self.github.is_team_member(org, slug, login).await {
+                    Ok(true) => current.push(format!("@{org}/{slug}")),
+                    Ok(false) => {}
+                    Err(err) => {
+                        tracing::info!(error = %err, "team lookup stopped");
+                        return;
+                    }
+                }
+            }
+            if !current.is_empty() {
+                candidate.reason.push_str(&format!("; now in {}", current.join(", ")));
+            }
+        }
     }
 
     async fn check_collaborators(&self, facts: &mut Facts) -> Result<(), ReviewError> {

@@ -27,6 +27,8 @@ pub(super) struct PullState {
     review_requests: Vec<(u64, Vec<String>, Vec<String>)>,
     refused_review_requests: u32,
     comments: HashMap<u64, Vec<Value>>,
+    /// Team slug to members; `None`: longtx may not see teams (403).
+    teams: Option<Vec<(String, Vec<String>)>>,
     next_comment_id: u64,
 }
 
@@ -57,6 +59,16 @@ impl FakeGitHub {
     pub fn set_unrequestable(&self, logins: &[&str]) {
         self.inner.lock().unwrap().pulls.unrequestable =
             logins.iter().map(|l| l.to_ascii_lowercase()).collect();
+    }
+
+    /// The organisation's teams and their members, visible to longtx.
+    pub fn set_teams(&self, teams: &[(&str, &[&str])]) {
+        self.inner.lock().unwrap().pulls.teams = Some(
+            teams
+                .iter()
+                .map(|(slug, members)| (slug.to_string(), members.iter().map(|m| m.to_ascii_lowercase()).collect()))
+                .collect(),
+        );
     }
 
     /// GitHub ties commit `sha`'s author to `login`.
@@ -112,6 +124,8 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/repos/{owner}/{repo}/collaborators/{login}", get(collaborator))
         .route("/repos/{owner}/{repo}/commits/{sha}", get(commit))
         .route("/user", get(own_user))
+        .route("/orgs/{org}/teams", get(org_teams))
+        .route("/orgs/{org}/teams/{slug}/memberships/{login}", get(team_membership))
 }
 
 fn not_found() -> Response {
@@ -253,4 +267,44 @@ async fn own_user(State(inner): State<Shared>, headers: HeaderMap) -> Response {
         return bad_credentials();
     }
     Json(json!({"login": OWN_LOGIN, "type": "User"})).into_response()
+}
+
+async fn org_teams(State(inner): State<Shared>, headers: HeaderMap, Path(org): Path<String>, query: Query) -> Response {
+    arrive(&inner, format!("GET /orgs/{org}/teams")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    let teams = inner.lock().unwrap().pulls.teams.clone();
+    match teams {
+        Some(teams) => {
+            let list = teams.iter().map(|(slug, _)| json!({"slug": slug, "name": slug})).collect();
+            first_page(list, query.get("page").map(String::as_str))
+        }
+        None => (
+            StatusCode::FORBIDDEN,
+            Json(json!({"message": "Resource not accessible by integration"})),
+        )
+            .into_response(),
+    }
+}
+
+async fn team_membership(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((org, slug, login)): Path<(String, String, String)>,
+) -> Response {
+    arrive(&inner, format!("GET /orgs/{org}/teams/{slug}/memberships/{login}")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    let member = inner.lock().unwrap().pulls.teams.as_ref().is_some_and(|teams| {
+        teams
+            .iter()
+            .any(|(s, members)| *s == slug && members.contains(&login.to_ascii_lowercase()))
+    });
+    if member {
+        Json(json!({"state": "active", "role": "member"})).into_response()
+    } else {
+        not_found()
+    }
 }
