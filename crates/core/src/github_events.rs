@@ -59,6 +59,9 @@ pub struct PullRequestEvent {
     pub action: String,
     pub pull_request: PullRequest,
     pub repository: Repository,
+    /// Who did it (the labeler, for `labeled`).
+    #[serde(default)]
+    pub sender: Option<User>,
     #[serde(default)]
     pub label: Option<Label>,
 }
@@ -167,6 +170,9 @@ pub enum PrEvent {
     Synchronized,
     Closed { merged: bool },
     Labeled(String),
+    /// The won't-fix label, added by `by`. The state moves only once longtx
+    /// has applied it (see [`crate::wontfix`]).
+    WontfixLabeled { by: String },
     /// The agent's workflow run finished; `opened_pr` is unknown to the run
     /// event, so a job still waiting for its PR then has none.
     RunCompleted,

@@ -4,6 +4,10 @@
 //! `query_source` is an exact name or a glob. An empty or comment-only file
 //! is an empty list.
 
+mod edit;
+
+pub use edit::{add_entry, quote, render_entry, Added};
+
 use crate::glob;
 use crate::query_source::QuerySource;
 use serde::{Deserialize, Serialize};
@@ -19,6 +23,33 @@ pub struct IgnoreEntry {
     pub added_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub added_at: Option<String>,
+    /// `true`: `query_source` is a name even if it holds `*` or `?`. longtx
+    /// sets it on the entries it writes for such names.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exact: bool,
+}
+
+impl IgnoreEntry {
+    /// An entry for exactly `source`.
+    pub fn exact(source: &QuerySource) -> Self {
+        IgnoreEntry {
+            query_source: source.as_str().to_owned(),
+            reason: None,
+            pr: None,
+            added_by: None,
+            added_at: None,
+            exact: glob::is_glob(source.as_str()),
+        }
+    }
+
+    pub fn covers(&self, source: &QuerySource) -> bool {
+        let pattern = self.query_source.trim();
+        if !self.exact && glob::is_glob(pattern) {
+            glob::matches(pattern, source.as_str())
+        } else {
+            pattern == source.as_str()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -58,14 +89,7 @@ impl IgnoreList {
 
     /// The first entry that covers `source`, exactly or by glob.
     pub fn matching(&self, source: &QuerySource) -> Option<&IgnoreEntry> {
-        self.entries.iter().find(|entry| {
-            let pattern = entry.query_source.trim();
-            if glob::is_glob(pattern) {
-                glob::matches(pattern, source.as_str())
-            } else {
-                pattern == source.as_str()
-            }
-        })
+        self.entries.iter().find(|entry| entry.covers(source))
     }
 }
 

@@ -18,6 +18,7 @@ pub mod policy;
 pub mod query_logs;
 pub mod query_source;
 pub mod reviewers;
+pub mod wontfix;
 
 pub use alert::{Alert, AlertOrigin, AlertStatus};
 pub use ignore_list::{IgnoreEntry, IgnoreList};

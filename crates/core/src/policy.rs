@@ -181,6 +181,7 @@ mod tests {
             pr: None,
             added_by: None,
             added_at: None,
+            exact: false,
         }]);
         let d = IntakePolicy::default()
             .decide(&alert("admin/users#update", None, Some(900.0)), &ignore);

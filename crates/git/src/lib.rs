@@ -6,16 +6,18 @@
 //! - [`codeowners_at`]: CODEOWNERS as of a ref (the PR's base branch).
 //! - [`history::file_history`]: who committed to a file lately.
 //! - [`gather`]: both, for a PR's changed files, as reviewer candidates.
+//! - [`wontfix`]: the commit that replaces a declined fix.
 //!
 //! Nothing here touches the database; callers run it with no connection held.
 
 pub mod gather;
 pub mod history;
 mod mirror;
+pub mod wontfix;
 
 pub use gather::{ChangedFile, Gathered, HistoryPerson};
 pub use history::{file_history, FileHistory, HistoryOptions};
-pub use mirror::Mirror;
+pub use mirror::{Mirror, Pushed};
 
 use longtx_core::codeowners::{Codeowners, LOCATIONS};
 use std::path::Path;
@@ -24,7 +26,7 @@ use std::path::Path;
 pub enum GitError {
     #[error("git: {0}")]
     Git(#[from] git2::Error),
-    #[error("fetching the mirror failed: {0}")]
+    #[error("a git command on the mirror failed: {0}")]
     Fetch(String),
     #[error("{0}")]
     Invalid(String),

@@ -45,6 +45,39 @@ impl Mirror {
         .await
     }
 
+    /// Fetches several branches in one go (see [`Mirror::fetch`]).
+    pub async fn fetch_all(&self, branches: &[&str], token: Option<&str>, timeout: Duration) -> Result<(), GitError> {
+        for branch in branches {
+            self.fetch(branch, token, timeout).await?;
+        }
+        Ok(())
+    }
+
+    /// Pushes `commit` to `branch` on the remote only if the branch still
+    /// points at `expected` (`None`: does not exist), so a push that
+    /// happened meanwhile is never overwritten.
+    pub async fn push_with_lease(
+        &self,
+        commit: &str,
+        branch: &str,
+        expected: Option<&str>,
+        token: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Pushed, GitError> {
+        if !is_safe_ref(branch) || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(GitError::Invalid(format!("{branch:?} / {commit:?} cannot be pushed")));
+        }
+        let lease = format!("--force-with-lease=refs/heads/{branch}:{}", expected.unwrap_or(""));
+        let refspec = format!("{commit}:refs/heads/{branch}");
+        match self.run(&["push", "--quiet", "--porcelain", &lease, &self.url, &refspec], token, timeout).await {
+            Ok(()) => Ok(Pushed::Done),
+            Err(GitError::Fetch(message)) if message.contains("stale info") || message.contains("rejected") => {
+                Ok(Pushed::Stale(message))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     async fn run(&self, args: &[&str], token: Option<&str>, timeout: Duration) -> Result<(), GitError> {
         let mut command = Command::new("git");
         command
@@ -70,13 +103,27 @@ impl Mirror {
         if output.status.success() {
             return Ok(());
         }
-        let mut message = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        // `--porcelain` reports a rejected ref on stdout.
+        let mut message = format!(
+            "{} {}",
+            String::from_utf8_lossy(&output.stderr).trim(),
+            String::from_utf8_lossy(&output.stdout).trim()
+        )
+        .trim()
+        .to_owned();
         if let Some(token) = token.filter(|t| !t.is_empty()) {
             message = message.replace(token, "<redacted>");
         }
         message.truncate(500);
         Err(GitError::Fetch(format!("git {}: {message}", args[0])))
     }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pushed {
+    Done,
+    /// The branch moved since it was fetched; git's words.
+    Stale(String),
 }
 
 /// Branch names longtx passes to git: no option-like or odd characters.

@@ -189,6 +189,30 @@ pub trait GitHub: Send + Sync + 'static {
         login: &str,
     ) -> impl Future<Output = Result<bool, GitHubError>> + Send;
 
+    /// `login`'s permission on the repository: `admin`, `maintain`,
+    /// `write`, `triage`, `read` or `none`.
+    fn permission(
+        &self,
+        repo: &RepoName,
+        login: &str,
+    ) -> impl Future<Output = Result<String, GitHubError>> + Send;
+
+    /// Sets a PR's title and body (the same values twice is a no-op).
+    fn update_pull(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        title: &str,
+        body: &str,
+    ) -> impl Future<Output = Result<(), GitHubError>> + Send;
+
+    /// Cancels a workflow run; a run that already ended is left as is.
+    fn cancel_run(
+        &self,
+        repo: &RepoName,
+        run_id: u64,
+    ) -> impl Future<Output = Result<(), GitHubError>> + Send;
+
     /// The GitHub login GitHub tied a commit's author to, if any.
     fn commit_author_login(
         &self,

@@ -103,6 +103,7 @@ impl OctocrabGitHub {
             "POST" => self.client._post(path, body).await,
             "DELETE" => self.client._delete(path, body).await,
             "PUT" => self.client._put(path, body).await,
+            "PATCH" => self.client._patch(path, body).await,
             _ => self.client._get(path).await,
         }
         .map_err(|e| GitHubError::Unavailable(transport_message(&e)))?;
@@ -306,6 +307,33 @@ impl GitHub for OctocrabGitHub {
         match self.send("GET", &path, None).await {
             Ok((_, text)) => Ok(parse::<Membership>(&text)?.state == "active"),
             Err(GitHubError::Refused { status: 403 | 404, .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn permission(&self, repo: &RepoName, login: &str) -> Result<String, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct Permission {
+            permission: String,
+        }
+        let path = format!("/repos/{repo}/collaborators/{login}/permission");
+        match self.send("GET", &path, None).await {
+            Ok((_, text)) => Ok(parse::<Permission>(&text)?.permission),
+            Err(GitHubError::Refused { status: 404, .. }) => Ok("none".to_owned()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn update_pull(&self, repo: &RepoName, number: u64, title: &str, body: &str) -> Result<(), GitHubError> {
+        let patch = serde_json::json!({"title": title, "body": body});
+        self.send("PATCH", &format!("/repos/{repo}/pulls/{number}"), Some(&patch)).await.map(drop)
+    }
+
+    async fn cancel_run(&self, repo: &RepoName, run_id: u64) -> Result<(), GitHubError> {
+        let path = format!("/repos/{repo}/actions/runs/{run_id}/cancel");
+        match self.send("POST", &path, None).await {
+            // 409: the run is no longer running.
+            Ok(_) | Err(GitHubError::Refused { status: 409, .. }) => Ok(()),
             Err(e) => Err(e),
         }
     }

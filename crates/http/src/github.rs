@@ -31,6 +31,8 @@ pub struct GitHubWebhook {
     secret: Vec<u8>,
     /// `owner/name` of the target repository.
     pub repo: String,
+    /// The label that declines a fix.
+    pub wontfix_label: String,
 }
 
 impl GitHubWebhook {
@@ -38,7 +40,13 @@ impl GitHubWebhook {
         GitHubWebhook {
             secret: secret.as_bytes().to_vec(),
             repo: repo.to_owned(),
+            wontfix_label: longtx_core::github_events::WONTFIX_LABEL.to_owned(),
         }
+    }
+
+    pub fn with_wontfix_label(mut self, label: &str) -> Self {
+        self.wontfix_label = label.to_owned();
+        self
     }
 
     /// `X-Hub-Signature-256: sha256=<hex>`, compared in constant time.
@@ -144,7 +152,13 @@ async fn pull_request(
         "reopened" => PrEvent::Reopened,
         "synchronize" => PrEvent::Synchronized,
         "closed" => PrEvent::Closed { merged: pr.merged },
-        "labeled" => PrEvent::Labeled(event.label.as_ref().map(|l| l.name.clone()).unwrap_or_default()),
+        "labeled" => {
+            let label = event.label.as_ref().map(|l| l.name.clone()).unwrap_or_default();
+            match &event.sender {
+                Some(sender) if label == webhook.wontfix_label => PrEvent::WontfixLabeled { by: sender.login.clone() },
+                _ => PrEvent::Labeled(label),
+            }
+        }
         _ => {
             return Ok(answer(StatusCode::ACCEPTED, "pull_request", "ignored", None, format!("action {:?} is not used", event.action)));
         }
@@ -173,6 +187,25 @@ async fn pull_request(
         .store
         .apply_github_event(&delivery, Some(job_id), Some(&change), Some(&facts), "")
         .await?;
+    match &applied {
+        Applied::WontfixRequested => {
+            tracing::info!(job_id, "wontfix label taken");
+            if let Some(wontfix) = &state.wontfix {
+                wontfix.poke();
+            }
+        }
+        Applied::WontfixPrClosed { merged } => {
+            tracing::info!(job_id, merged, "the ignore-list PR closed");
+            if let Some(wontfix) = &state.wontfix {
+                if *merged {
+                    wontfix.reload_from(&pr.base.git_ref);
+                } else {
+                    wontfix.poke();
+                }
+            }
+        }
+        _ => {}
+    }
     Ok(respond(state, "pull_request", job_id, applied))
 }
 
@@ -220,6 +253,15 @@ fn respond(state: &AppState, event: &str, job_id: i64, applied: Applied) -> Resp
             (StatusCode::OK, "conflict", format!("job {other_job} is active for the same source"))
         }
         Applied::Recorded => (StatusCode::ACCEPTED, "recorded", String::new()),
+        Applied::WontfixRequested => (StatusCode::OK, "wontfix_requested", "longtx applies the label now".to_owned()),
+        Applied::WontfixPrClosed { merged: true } => {
+            (StatusCode::OK, "wontfix_merged", "the ignore list is re-read from the base branch".to_owned())
+        }
+        Applied::WontfixPrClosed { merged: false } => (
+            StatusCode::OK,
+            "wontfix_abandoned",
+            "closed unmerged: the source is no longer ignored".to_owned(),
+        ),
     };
     answer(status, event, outcome, Some(job_id), detail)
 }

@@ -1,9 +1,9 @@
 use crate::auth::WebhookAuth;
 use longtx_core::{IgnoreList, IntakePolicy};
 use crate::github::GitHubWebhook;
-use longtx_pipeline::{PromptQueue, ReviewQueue};
+use longtx_pipeline::{LiveIgnoreList, PromptQueue, ReviewQueue, WontfixQueue};
 use longtx_store::Store;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 /// What every handler shares. Cloning is cheap (all behind `Arc`).
 #[derive(Clone)]
@@ -11,7 +11,7 @@ pub struct AppState {
     pub store: Store,
     pub policy: Arc<IntakePolicy>,
     pub auth: Arc<WebhookAuth>,
-    ignore_list: Arc<RwLock<Arc<IgnoreList>>>,
+    ignore_list: LiveIgnoreList,
     /// Told about every job intake creates; `None` renders no prompts.
     pub prompts: Option<PromptQueue>,
     /// What `/api/dispatch` reports; `None` when no dispatcher runs here.
@@ -20,6 +20,8 @@ pub struct AppState {
     pub github_webhook: Option<Arc<GitHubWebhook>>,
     /// Woken when a PR enters review; `None` when no reviewer worker runs.
     pub reviews: Option<ReviewQueue>,
+    /// Woken by the wontfix label; `None` when no wontfix worker runs.
+    pub wontfix: Option<WontfixQueue>,
 }
 
 /// The dispatcher's configuration, for the status endpoint.
@@ -41,11 +43,12 @@ impl AppState {
             store,
             policy: Arc::new(policy),
             auth: Arc::new(auth),
-            ignore_list: Arc::new(RwLock::new(Arc::new(ignore_list))),
+            ignore_list: LiveIgnoreList::new(ignore_list),
             prompts: None,
             dispatch: None,
             github_webhook: None,
             reviews: None,
+            wontfix: None,
         }
     }
 
@@ -64,6 +67,16 @@ impl AppState {
         self
     }
 
+    pub fn with_wontfix(mut self, queue: WontfixQueue) -> Self {
+        self.wontfix = Some(queue);
+        self
+    }
+
+    /// The ignore list's parts, for the workers that update it.
+    pub fn live_ignore_list(&self) -> LiveIgnoreList {
+        self.ignore_list.clone()
+    }
+
     pub fn with_prompts(mut self, queue: PromptQueue) -> Self {
         self.prompts = Some(queue);
         self
@@ -72,17 +85,12 @@ impl AppState {
     /// The ignore list in force now; a snapshot, so a reload mid-request
     /// does not change the answer halfway through a batch.
     pub fn ignore_list(&self) -> Arc<IgnoreList> {
-        self.ignore_list
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        self.ignore_list.snapshot()
     }
 
-    /// Replaces the ignore list for every request that starts after this.
+    /// Replaces the list read from the local file, for every request that
+    /// starts after this.
     pub fn replace_ignore_list(&self, list: IgnoreList) {
-        *self
-            .ignore_list
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(list);
+        self.ignore_list.set_file(list);
     }
 }

@@ -52,6 +52,7 @@ struct FileConfig {
     history_days: Option<u32>,
     git_url: Option<String>,
     author_logins: Option<BTreeMap<String, String>>,
+    wontfix_label: Option<String>,
 }
 
 #[derive(Clone)]
@@ -291,6 +292,7 @@ impl Config {
                 history_days: file.history_days,
                 git_url: file.git_url,
                 author_logins: file.author_logins,
+                wontfix_label: file.wontfix_label,
             },
             github.repo.as_deref(),
         )?;

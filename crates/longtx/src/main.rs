@@ -5,6 +5,7 @@ mod config;
 mod database;
 mod offline;
 mod serve;
+mod worker_settings;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};

@@ -2,6 +2,7 @@
 
 use crate::config::Config;
 use crate::database::Database;
+use crate::worker_settings;
 use anyhow::{bail, Context};
 use longtx_core::IgnoreList;
 use longtx_http::{AppState, WebhookAuth};
@@ -113,51 +114,28 @@ async fn start_dispatcher(
     };
     let mut state = state.with_dispatch(info);
     if let (Some(secret), Some(repo)) = (&config.reviews.webhook_secret, &gh.repo) {
-        state = state.with_github_webhook(longtx_http::GitHubWebhook::new(secret, repo));
+        let webhook = longtx_http::GitHubWebhook::new(secret, repo).with_wontfix_label(&config.reviews.wontfix_label);
+        state = state.with_github_webhook(webhook);
     } else {
         tracing::info!("LONGTX_GITHUB_WEBHOOK_SECRET or LONGTX_GITHUB_REPO unset: /webhooks/github answers 503");
     }
     if let Some(github) = &github {
         let queue = longtx_pipeline::spawn_reviewer(
             store.clone(),
-            review_settings(config, &settings.repo)?,
+            worker_settings::reviews(config, &settings.repo)?,
             github.clone(),
         );
         state = state.with_reviews(queue);
+        let wontfix = longtx_pipeline::spawn_wontfix_worker(
+            store.clone(),
+            worker_settings::wontfix(config, &settings.repo)?,
+            github.clone(),
+            state.live_ignore_list(),
+        );
+        state = state.with_wontfix(wontfix);
     }
     longtx_pipeline::spawn_dispatcher(store.clone(), settings, github);
     Ok(state)
-}
-
-/// The mirror lives under the data directory, one bare repository per
-/// target repository.
-fn review_settings(
-    config: &Config,
-    repo: &longtx_github::RepoName,
-) -> anyhow::Result<longtx_pipeline::ReviewSettings> {
-    let reviews = &config.reviews;
-    let url = reviews
-        .git_url
-        .clone()
-        .context("LONGTX_GIT_URL is unset and there is no LONGTX_GITHUB_REPO")?;
-    Ok(longtx_pipeline::ReviewSettings {
-        repo: repo.clone(),
-        mirror: longtx_git::Mirror {
-            path: config
-                .data_dir
-                .join("mirror")
-                .join(format!("{}__{}.git", repo.owner, repo.name)),
-            url,
-        },
-        history_days: reviews.history_days,
-        as_of: None,
-        max_reviewers: reviews.max_reviewers,
-        fallback_team: reviews.fallback_team.clone(),
-        author_logins: reviews.author_logins.clone().into_iter().collect(),
-        lease: Duration::from_secs(300),
-        idle_poll: Duration::from_secs(5),
-        fetch_timeout: Duration::from_secs(600),
-    })
 }
 
 fn load_ignore_list(path: &Path) -> anyhow::Result<IgnoreList> {

@@ -2,8 +2,10 @@
 //! short transactions: read the job, work with no connection held, write.
 
 mod dispatch;
+mod ignore;
 mod prompts;
 mod reviewers;
+mod wontfix;
 
 pub use dispatch::{spawn_dispatcher, DispatchSettings};
 pub use prompts::{facts_of, spawn_prompt_worker, PromptQueue};
@@ -11,3 +13,5 @@ pub use reviewers::{
     comment_marker, configured_login, history_reason, owner_candidates, spawn_reviewer, ReviewQueue,
     ReviewSettings,
 };
+pub use ignore::LiveIgnoreList;
+pub use wontfix::{spawn_wontfix_worker, WontfixQueue, WontfixSettings};

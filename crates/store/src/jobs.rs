@@ -37,6 +37,11 @@ pub struct JobRow {
     pub reviewers_state: Option<String>,
     /// The reviewer choice with its reasons.
     pub reviewers: Option<serde_json::Value>,
+    /// `pending`, `done`, `refused` or `failed` once the label was added.
+    pub wontfix_state: Option<String>,
+    pub wontfix_by: Option<String>,
+    pub wontfix_detail: Option<String>,
+    pub wontfix_commit: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -66,7 +71,8 @@ const JOB_COLUMNS: &str = "id, query_source, state, state_reason, tables, alert_
     max_duration_seconds, alert_links, first_seen_at, last_seen_at, created_at, updated_at, ended_at, \
     prompt_revision, prompt_sha256, prompt_truncation, prompt_error, prompt_rendered_at, \
     dispatch_attempts, dispatched_at, run_id, run_url, \
-    pr_number, pr_url, pr_head_sha, reviewers_state, reviewers";
+    pr_number, pr_url, pr_head_sha, reviewers_state, reviewers, \
+    wontfix_state, wontfix_by, wontfix_detail, wontfix_commit";
 
 impl Store {
     pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>, StoreError> {

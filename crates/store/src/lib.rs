@@ -11,6 +11,7 @@ mod jobs;
 mod pool;
 mod prompts;
 mod pulls;
+mod wontfix;
 
 pub use dispatch::{Caps, Claim, ClaimedJob, DispatchStatus};
 pub use intake::{IntakeAction, IntakeRecord, RecordedOutcome};
@@ -19,6 +20,7 @@ pub use pool::{PoolSettings, Store};
 pub use prompts::StoredPrompt;
 pub use pulls::{Applied, Delivery, PrFacts, ReviewClaim};
 pub use sqlx::postgres::PgConnectOptions;
+pub use wontfix::{IgnoredSource, WontfixClaim, WontfixOutcome};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -41,6 +41,10 @@ pub enum Applied {
     Conflict { other_job: i64 },
     /// Not about a job (ignored event, suspicious PR): audit only.
     Recorded,
+    /// The won't-fix label was taken; the worker applies it.
+    WontfixRequested,
+    /// The ignore-list PR of a declined job closed.
+    WontfixPrClosed { merged: bool },
 }
 
 impl Applied {
@@ -52,6 +56,8 @@ impl Applied {
             Applied::UnknownJob => "unknown_job",
             Applied::Conflict { .. } => "conflict",
             Applied::Recorded => "recorded",
+            Applied::WontfixRequested => "wontfix_requested",
+            Applied::WontfixPrClosed { .. } => "wontfix_pr_closed",
         }
     }
 }
@@ -224,6 +230,17 @@ async fn apply(
         .bind(&pr.author)
         .execute(&mut *tx)
         .await?;
+    }
+    if let PrEvent::WontfixLabeled { by } = event {
+        return Ok(if crate::wontfix::request(tx, job_id, by).await? {
+            Applied::WontfixRequested
+        } else {
+            Applied::Unchanged { state: current }
+        });
+    }
+    if let (JobState::Wontfix, PrEvent::Closed { merged }) = (current, event) {
+        crate::wontfix::pr_closed(tx, job_id, *merged).await?;
+        return Ok(Applied::WontfixPrClosed { merged: *merged });
     }
     let Some(to) = next_state(current, event) else {
         return Ok(Applied::Unchanged { state: current });

@@ -21,6 +21,7 @@ pub struct TestAppBuilder {
     )>,
     github_webhook: Option<String>,
     reviewer: Option<(longtx_pipeline::ReviewSettings, longtx_github::OctocrabGitHub)>,
+    wontfix: Option<(longtx_pipeline::WontfixSettings, longtx_github::OctocrabGitHub)>,
 }
 
 impl TestAppBuilder {
@@ -53,6 +54,16 @@ impl TestAppBuilder {
         github: longtx_github::OctocrabGitHub,
     ) -> Self {
         self.reviewer = Some((settings, github));
+        self
+    }
+
+    /// Run the wontfix worker, as `longtx serve` does with a client.
+    pub fn wontfix(
+        mut self,
+        settings: longtx_pipeline::WontfixSettings,
+        github: longtx_github::OctocrabGitHub,
+    ) -> Self {
+        self.wontfix = Some((settings, github));
         self
     }
 
@@ -126,6 +137,11 @@ impl TestAppBuilder {
             let queue = longtx_pipeline::spawn_reviewer(store.clone(), settings, std::sync::Arc::new(github));
             state = state.with_reviews(queue);
         }
+        if let Some((settings, github)) = self.wontfix {
+            let live = state.live_ignore_list();
+            let queue = longtx_pipeline::spawn_wontfix_worker(store.clone(), settings, std::sync::Arc::new(github), live);
+            state = state.with_wontfix(queue);
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("binding a loopback port");
@@ -172,6 +188,7 @@ impl TestApp {
             dispatcher: None,
             github_webhook: None,
             reviewer: None,
+            wontfix: None,
         }
     }
 

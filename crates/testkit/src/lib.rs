@@ -66,6 +66,27 @@ pub fn review_settings(remote: &std::path::Path, mirror_dir: &std::path::Path) -
     }
 }
 
+/// Wontfix-worker settings for tests: its own mirror of `remote` under
+/// `mirror_dir`, the shipped defaults otherwise, fast polling.
+pub fn wontfix_settings(remote: &std::path::Path, mirror_dir: &std::path::Path) -> longtx_pipeline::WontfixSettings {
+    longtx_pipeline::WontfixSettings {
+        repo: GITHUB_REPO.parse().unwrap(),
+        mirror: longtx_git::Mirror {
+            path: mirror_dir.join("wontfix.git"),
+            url: remote.to_str().unwrap().to_owned(),
+        },
+        ignore_list_path: "ignore-list.yaml".into(),
+        label: longtx_core::github_events::WONTFIX_LABEL.into(),
+        author_name: "longtx".into(),
+        author_email: "longtx@users.noreply.github.com".into(),
+        default_branch: Some("main".into()),
+        base_reload: std::time::Duration::from_secs(600),
+        lease: std::time::Duration::from_secs(2),
+        idle_poll: std::time::Duration::from_millis(50),
+        git_timeout: std::time::Duration::from_secs(60),
+    }
+}
+
 /// Dispatcher settings for tests: the fake's repository, fast polling, and
 /// the service's default caps unless a test changes them.
 pub fn dispatch_settings() -> longtx_pipeline::DispatchSettings {

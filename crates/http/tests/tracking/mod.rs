@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use longtx_pipeline::ReviewSettings;
+use longtx_pipeline::{ReviewSettings, WontfixSettings};
 use longtx_store::JobRow;
 use longtx_testkit::payloads::{AmAlert, AmWebhook};
 use longtx_testkit::{dispatch_settings, shipped_prompt_sources, FakeGitHub, TestApp};
@@ -31,6 +31,15 @@ impl Tracking {
     /// `remote` is the bare repository the mirror fetches; `change` adjusts
     /// the reviewer settings (fallback team, logins, limits).
     pub async fn start(remote: &std::path::Path, change: impl FnOnce(&mut ReviewSettings)) -> Tracking {
+        Self::start_with(remote, change, |_| {}).await
+    }
+
+    /// As [`Tracking::start`], also adjusting the wontfix worker.
+    pub async fn start_with(
+        remote: &std::path::Path,
+        change: impl FnOnce(&mut ReviewSettings),
+        change_wontfix: impl FnOnce(&mut WontfixSettings),
+    ) -> Tracking {
         let github = FakeGitHub::start().await;
         let mirror_dir = std::env::temp_dir().join(format!(
             "longtx-mirror-{}-{}",
@@ -40,11 +49,14 @@ impl Tracking {
         std::fs::create_dir_all(&mirror_dir).unwrap();
         let mut settings = longtx_testkit::review_settings(remote, &mirror_dir);
         change(&mut settings);
+        let mut wontfix = longtx_testkit::wontfix_settings(remote, &mirror_dir);
+        change_wontfix(&mut wontfix);
         let app = TestApp::builder()
             .prompts(shipped_prompt_sources())
             .dispatcher(dispatch_settings(), Some(github.client(Duration::from_secs(5))))
             .github_webhook(SECRET)
             .reviewer(settings, github.client(Duration::from_secs(5)))
+            .wontfix(wontfix, github.client(Duration::from_secs(5)))
             .spawn()
             .await;
         Tracking { app, github, _mirror_dir: TempDir(mirror_dir) }

@@ -18,6 +18,8 @@ pub struct ReviewConfig {
     pub git_url: Option<String>,
     /// Lowercased commit email to GitHub login.
     pub author_logins: BTreeMap<String, String>,
+    /// The label that declines a fix.
+    pub wontfix_label: String,
 }
 
 impl fmt::Debug for ReviewConfig {
@@ -32,6 +34,7 @@ impl fmt::Debug for ReviewConfig {
             .field("history_days", &self.history_days)
             .field("git_url", &self.git_url.as_deref().map(redact_url))
             .field("author_logins", &self.author_logins.len())
+            .field("wontfix_label", &self.wontfix_label)
             .finish()
     }
 }
@@ -54,6 +57,7 @@ pub(super) struct FileReview {
     pub history_days: Option<u32>,
     pub git_url: Option<String>,
     pub author_logins: Option<BTreeMap<String, String>>,
+    pub wontfix_label: Option<String>,
 }
 
 pub(super) fn load(
@@ -95,7 +99,15 @@ pub(super) fn load(
     let git_url = var("LONGTX_GIT_URL")
         .or(file.git_url)
         .or_else(|| repo.map(|r| format!("https://github.com/{r}.git")));
+    let wontfix_label = var("LONGTX_WONTFIX_LABEL")
+        .or(file.wontfix_label)
+        .unwrap_or_else(|| longtx_core::github_events::WONTFIX_LABEL.to_owned());
+    // GitHub label names are at most 50 characters.
+    if wontfix_label.trim().is_empty() || wontfix_label.chars().count() > 50 {
+        return Err(invalid("LONGTX_WONTFIX_LABEL", "must be 1 to 50 characters"));
+    }
     Ok(ReviewConfig {
+        wontfix_label,
         webhook_secret: var("LONGTX_GITHUB_WEBHOOK_SECRET").or(file.webhook_secret),
         fallback_team,
         max_reviewers,

@@ -27,6 +27,11 @@ pub(super) struct PullState {
     review_requests: Vec<(u64, Vec<String>, Vec<String>)>,
     refused_review_requests: u32,
     comments: HashMap<u64, Vec<Value>>,
+    /// Lowercased login to repository permission; `write` when not set.
+    permissions: HashMap<String, String>,
+    /// PR number to its (title, body) as last set.
+    pulls: HashMap<u64, (String, String)>,
+    cancelled_runs: Vec<u64>,
     /// Team slug to members; `None`: longtx may not see teams (403).
     teams: Option<Vec<(String, Vec<String>)>>,
     next_comment_id: u64,
@@ -59,6 +64,25 @@ impl FakeGitHub {
     pub fn set_unrequestable(&self, logins: &[&str]) {
         self.inner.lock().unwrap().pulls.unrequestable =
             logins.iter().map(|l| l.to_ascii_lowercase()).collect();
+    }
+
+    /// `login`'s permission on the repository (`read`, `triage`, ...).
+    pub fn set_permission(&self, login: &str, permission: &str) {
+        self.inner
+            .lock()
+            .unwrap()
+            .pulls
+            .permissions
+            .insert(login.to_ascii_lowercase(), permission.to_owned());
+    }
+
+    /// A PR's title and body as longtx last set them.
+    pub fn pull(&self, pr: u64) -> Option<(String, String)> {
+        self.inner.lock().unwrap().pulls.pulls.get(&pr).cloned()
+    }
+
+    pub fn cancelled_runs(&self) -> Vec<u64> {
+        self.inner.lock().unwrap().pulls.cancelled_runs.clone()
     }
 
     /// The organisation's teams and their members, visible to longtx.
@@ -97,6 +121,15 @@ impl FakeGitHub {
         self.inner.lock().unwrap().pulls.refused_review_requests
     }
 
+    /// A comment someone left on a PR.
+    pub fn add_comment(&self, pr: u64, login: &str, body: &str) {
+        let mut inner = self.inner.lock().unwrap();
+        let pulls = &mut inner.pulls;
+        pulls.next_comment_id += 1;
+        let comment = json!({"id": 7000 + pulls.next_comment_id, "body": body, "user": {"login": login}});
+        pulls.comments.entry(pr).or_default().push(comment);
+    }
+
     /// The bodies of the comments on a PR, oldest first.
     pub fn comments_on(&self, pr: u64) -> Vec<String> {
         self.inner
@@ -124,6 +157,9 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/repos/{owner}/{repo}/collaborators/{login}", get(collaborator))
         .route("/repos/{owner}/{repo}/commits/{sha}", get(commit))
         .route("/user", get(own_user))
+        .route("/repos/{owner}/{repo}/collaborators/{login}/permission", get(permission))
+        .route("/repos/{owner}/{repo}/pulls/{number}", axum::routing::patch(update_pull))
+        .route("/repos/{owner}/{repo}/actions/runs/{id}/cancel", axum::routing::post(cancel_run))
         .route("/orgs/{org}/teams", get(org_teams))
         .route("/orgs/{org}/teams/{slug}/memberships/{login}", get(team_membership))
 }
@@ -307,4 +343,65 @@ async fn team_membership(
     } else {
         not_found()
     }
+}
+
+async fn permission(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, login)): Path<(String, String, String)>,
+) -> Response {
+    arrive(&inner, format!("GET /repos/{owner}/{repo}/collaborators/{login}/permission")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    let inner = inner.lock().unwrap();
+    let key = login.to_ascii_lowercase();
+    if inner.pulls.non_collaborators.contains(&key) {
+        return not_found();
+    }
+    let permission = inner.pulls.permissions.get(&key).cloned().unwrap_or_else(|| "write".into());
+    Json(json!({"permission": permission, "role_name": permission, "user": {"login": login}})).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct PullPatch {
+    title: String,
+    body: String,
+}
+
+async fn update_pull(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    Json(patch): Json<PullPatch>,
+) -> Response {
+    arrive(&inner, format!("PATCH /repos/{owner}/{repo}/pulls/{number}")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    inner.lock().unwrap().pulls.pulls.insert(number, (patch.title.clone(), patch.body.clone()));
+    Json(json!({"number": number, "title": patch.title, "body": patch.body})).into_response()
+}
+
+async fn cancel_run(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, id)): Path<(String, String, u64)>,
+) -> Response {
+    arrive(&inner, format!("POST /repos/{owner}/{repo}/actions/runs/{id}/cancel")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    let mut inner = inner.lock().unwrap();
+    let Some(run) = inner.runs.iter_mut().find(|r| r["id"] == id) else {
+        return not_found();
+    };
+    if run["status"] == "completed" {
+        return (StatusCode::CONFLICT, Json(json!({"message": "Cannot cancel a workflow run that is completed."})))
+            .into_response();
+    }
+    run["status"] = json!("completed");
+    run["conclusion"] = json!("cancelled");
+    inner.pulls.cancelled_runs.push(id);
+    (StatusCode::ACCEPTED, Json(json!({}))).into_response()
 }
