@@ -52,6 +52,11 @@ enum Command {
         #[arg(long)]
         repo: Option<PathBuf>,
     },
+    /// Edit and check the ignore list (default LONGTX_IGNORE_LIST).
+    Ignore {
+        #[command(subcommand)]
+        command: IgnoreCommand,
+    },
     /// Print who would be asked to review a change to these files, and why,
     /// offline: CODEOWNERS at the revision, else commit history, else the
     /// fallback team. GitHub-only checks (collaborators, the commit API)
@@ -74,6 +79,33 @@ enum Command {
         #[arg(long)]
         author: Option<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum IgnoreCommand {
+    /// Append an entry, keeping every existing line and comment.
+    Add {
+        query_source: String,
+        /// Why the source is not fixed.
+        #[arg(long)]
+        reason: String,
+        /// The PR where this was decided.
+        #[arg(long)]
+        pr: Option<String>,
+        /// Who decided (default $USER).
+        #[arg(long)]
+        by: Option<String>,
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+    /// Exit 0 and print the entry when the source is ignored, exit 1 when not.
+    Check {
+        query_source: String,
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+    /// Check the file parses, and flag duplicates and entries without a reason.
+    Lint { file: Option<PathBuf> },
 }
 
 #[derive(Debug, Subcommand)]
@@ -117,6 +149,24 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             return offline::print_prompt(&config, &query_source, table, duration, repo);
         }
+        Command::Ignore { command } => {
+            let default = config.ignore_list.clone();
+            return match command {
+                IgnoreCommand::Add { query_source, reason, pr, by, file } => offline::ignore::add(
+                    &file.unwrap_or(default),
+                    offline::ignore::AddArgs {
+                        source: &query_source,
+                        reason: &reason,
+                        pr: pr.as_deref(),
+                        by: by.as_deref(),
+                    },
+                ),
+                IgnoreCommand::Check { query_source, file } => {
+                    offline::ignore::check(&file.unwrap_or(default), &query_source)
+                }
+                IgnoreCommand::Lint { file } => offline::ignore::lint(&file.unwrap_or(default)),
+            };
+        }
         Command::Reviewers {
             repo,
             files,
@@ -141,7 +191,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     match cli.command {
         Command::Serve => runtime.block_on(serve::serve(config)),
-        Command::Patterns { .. } | Command::Prompt { .. } | Command::Reviewers { .. } => {
+        Command::Patterns { .. } | Command::Prompt { .. } | Command::Reviewers { .. } | Command::Ignore { .. } => {
             unreachable!("handled above")
         }
         Command::Migrate => runtime.block_on(async {

@@ -1,6 +1,7 @@
 //! Commands that need no database: linting the catalogue, previewing a
 //! prompt, showing who would review a change.
 
+pub mod ignore;
 mod reviewers;
 
 pub use reviewers::{print_reviewers, ReviewersArgs};
