@@ -166,6 +166,7 @@ mod tests {
             history_days: None,
             git_url: None,
             author_logins: None,
+            wontfix_label: None,
         };
         load(
             &|k| map.get(k).map(|v| v.to_string()),
