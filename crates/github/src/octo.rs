@@ -99,6 +99,35 @@ impl OctocrabGitHub {
         path: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<(u16, String), GitHubError> {
+        let endpoint = endpoint_of(path);
+        longtx_metrics::inc(
+            "longtx_github_requests_total",
+            "GitHub API calls, by method and endpoint.",
+            &[("method", method), ("endpoint", &endpoint)],
+        );
+        let result = self.send_once(method, path, body).await;
+        if let Err(err) = &result {
+            let kind = match err {
+                GitHubError::RateLimited(_) => "rate_limited",
+                GitHubError::Unavailable(_) => "unavailable",
+                GitHubError::Refused { .. } => "refused",
+                GitHubError::Credentials(_) => "credentials",
+            };
+            longtx_metrics::inc(
+                "longtx_github_errors_total",
+                "GitHub API calls that failed, by endpoint and kind.",
+                &[("method", method), ("endpoint", &endpoint), ("kind", kind)],
+            );
+        }
+        result
+    }
+
+    async fn send_once(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<(u16, String), GitHubError> {
         let response = match method {
             "POST" => self.client._post(path, body).await,
             "DELETE" => self.client._delete(path, body).await,
@@ -394,5 +423,43 @@ impl OctocrabGitHub {
             }
         }
         Ok(all)
+    }
+}
+
+/// A path as an endpoint template, so labels stay few: owner, repository,
+/// numbers, shas and names become placeholders.
+fn endpoint_of(path: &str) -> String {
+    let path = path.split('?').next().unwrap_or("");
+    let parts: Vec<&str> = path.split('/').collect();
+    let mut out = Vec::with_capacity(parts.len());
+    for (i, part) in parts.iter().enumerate() {
+        let previous = if i > 0 { parts[i - 1] } else { "" };
+        let placeholder = match previous {
+            _ if i >= 2 && parts.get(1) == Some(&"repos") && i == 2 => Some(":owner"),
+            _ if i == 3 && parts.get(1) == Some(&"repos") => Some(":repo"),
+            _ if i == 2 && parts.get(1) == Some(&"orgs") => Some(":org"),
+            "collaborators" | "memberships" => Some(":user"),
+            "teams" if i > 3 => Some(":team"),
+            "workflows" => Some(":workflow"),
+            "commits" => Some(":sha"),
+            _ if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) => Some(":n"),
+            _ => None,
+        };
+        out.push(placeholder.unwrap_or(part));
+    }
+    out.join("/")
+}
+
+#[cfg(test)]
+mod endpoint_tests {
+    use super::endpoint_of;
+
+    #[test]
+    fn paths_become_templates() {
+        assert_eq!(endpoint_of("/repos/acme/app/actions/runs/9001?x=1"), "/repos/:owner/:repo/actions/runs/:n");
+        assert_eq!(endpoint_of("/repos/a/b/collaborators/alice/permission"), "/repos/:owner/:repo/collaborators/:user/permission");
+        assert_eq!(endpoint_of("/orgs/acme/teams/dba/memberships/bob"), "/orgs/:org/teams/:team/memberships/:user");
+        assert_eq!(endpoint_of("/repos/a/b/commits/abc123"), "/repos/:owner/:repo/commits/:sha");
+        assert_eq!(endpoint_of("/user"), "/user");
     }
 }

@@ -53,6 +53,7 @@ async fn receive(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let started = std::time::Instant::now();
     state.auth.check(&headers)?;
     require_json(&headers)?;
     let body = body.map_err(|rejection| {
@@ -83,8 +84,24 @@ async fn receive(
             prompts.job_created(outcome.job_id.expect("a created job has an id"));
         }
     }
+    // Outcomes come back in the records' order.
+    for (record, outcome) in records.iter().zip(&outcomes) {
+        let source = record.query_source.as_deref().unwrap_or("none");
+        longtx_metrics::inc(
+            "longtx_alerts_received_total",
+            "Alerts received, by query_source (at most 200, then `other`) and outcome.",
+            &[("query_source", source), ("outcome", outcome.outcome.as_str())],
+        );
+    }
+    longtx_metrics::observe(
+        "longtx_intake_duration_seconds",
+        "Time to answer an accepted webhook, from its arrival to the recorded outcome.",
+        &[("origin", origin.as_str())],
+        started.elapsed().as_secs_f64(),
+    );
     Ok(respond(origin, &records, outcomes))
 }
+
 
 fn parse(
     origin: AlertOrigin,

@@ -7,6 +7,7 @@ mod auth;
 mod error;
 mod github;
 mod intake;
+mod metrics;
 mod state;
 
 pub use auth::WebhookAuth;
@@ -36,6 +37,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/dispatch", get(api::dispatch_status))
         .route("/api/pause", post(api::pause))
         .route("/api/resume", post(api::resume))
+        .route("/metrics", get(metrics::metrics))
         .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz))
         .fallback(api::not_found)

@@ -149,6 +149,7 @@ impl<G: GitHub> Dispatcher<G> {
                     .unwrap_or("<default branch>"),
             );
             tracing::info!(request = %record, "dry run: this dispatch would be sent");
+            count_dispatch("dry_run");
             if let Err(err) = self.store.record_dry_run(job.id, &record).await {
                 tracing::warn!(error = %err, "recording the dry run failed; the lease will expire and it is retried");
             }
@@ -243,7 +244,10 @@ impl<G: GitHub> Dispatcher<G> {
             .record_dispatched(job.id, run_id, url.as_deref(), request, outcome)
             .await
         {
-            Ok(true) => tracing::info!(run_id, outcome, "agent run started"),
+            Ok(true) => {
+                tracing::info!(run_id, outcome, "agent run started");
+                count_dispatch("dispatched");
+            }
             Ok(false) => tracing::warn!(
                 run_id,
                 "the job moved on while dispatching; nothing changed"
@@ -257,6 +261,11 @@ impl<G: GitHub> Dispatcher<G> {
     /// A final error fails the job; a retryable one that outlived its
     /// retries leaves the claim to expire, so the run lookup happens again.
     async fn fail_or_leave(&self, job: &ClaimedJob, err: GitHubError, request: &serde_json::Value) {
+        longtx_metrics::inc(
+            "longtx_dispatch_failures_total",
+            "Dispatch attempts that failed, by whether they will be retried.",
+            &[("final", if err.is_retryable() && job.attempts < retry::MAX_ATTEMPTS as i32 { "false" } else { "true" })],
+        );
         if err.is_retryable() && job.attempts < retry::MAX_ATTEMPTS as i32 {
             tracing::warn!(error = %err, "GitHub did not answer usefully; the claim expires and the job is tried again");
             return;
@@ -327,4 +336,12 @@ fn random_token() -> String {
         .and_then(|mut f| f.read_exact(&mut bytes))
         .expect("reading /dev/urandom");
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn count_dispatch(mode: &str) {
+    longtx_metrics::inc(
+        "longtx_dispatches_total",
+        "Jobs dispatched to the agent workflow (`dry_run`: recorded, not sent).",
+        &[("mode", mode)],
+    );
 }

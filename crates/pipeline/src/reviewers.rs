@@ -356,7 +356,13 @@ impl<G: GitHub> Worker<G> {
                 Reviewer::Team(team) => teams.push(team.split_once('/').map_or(team.clone(), |(_, s)| s.to_owned())),
             }
         }
-        self.github.request_reviewers(&self.settings.repo, number, &users, &teams).await
+        let result = self.github.request_reviewers(&self.settings.repo, number, &users, &teams).await;
+        if result.is_ok() {
+            let help = "Reviewers requested on fix PRs, by kind.";
+            longtx_metrics::add("longtx_reviewer_requests_total", help, &[("kind", "user")], users.len() as f64);
+            longtx_metrics::add("longtx_reviewer_requests_total", help, &[("kind", "team")], teams.len() as f64);
+        }
+        result
     }
 
     async fn comment(&self, claim: &ReviewClaim, source: Source, asked: &[Candidate]) -> Result<(), ReviewError> {

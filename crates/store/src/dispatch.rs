@@ -61,7 +61,7 @@ impl Store {
         lease: Duration,
         new_token: &str,
     ) -> Result<Claim, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(CLAIM_LOCK)
             .execute(&mut *tx)
@@ -143,7 +143,7 @@ impl Store {
         request: &serde_json::Value,
         outcome: &str,
     ) -> Result<bool, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin().await?;
         let moved = sqlx::query(
             "UPDATE jobs SET state = 'agent_running', run_id = COALESCE($2, run_id), run_url = COALESCE($3, run_url), \
                  dispatched_at = COALESCE(dispatched_at, now()), lease_until = NULL, state_reason = NULL, updated_at = now() \
@@ -167,7 +167,7 @@ impl Store {
         id: i64,
         request: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query(
             "UPDATE jobs SET state = 'dry_run', ended_at = now(), lease_until = NULL, dispatched_at = now(), \
                  state_reason = 'dry run: no GitHub credentials configured', updated_at = now() \
@@ -188,7 +188,7 @@ impl Store {
         error: &str,
         request: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query(
             "UPDATE jobs SET state = 'failed', ended_at = now(), lease_until = NULL, state_reason = $2, updated_at = now() \
              WHERE id = $1 AND state = 'dispatching'",
@@ -235,7 +235,7 @@ impl Store {
     }
 
     pub async fn dispatch_status(&self) -> Result<DispatchStatus, StoreError> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.acquire().await?;
         dispatch_counts(&mut conn).await
     }
 

@@ -133,13 +133,13 @@ impl Store {
             .collect();
 
         if records.len() == 1 {
-            let mut conn = self.pool().acquire().await?;
+            let mut conn = self.acquire().await?;
             match enqueue_order.first() {
                 Some(&i) => outcomes[i] = Some(enqueue(&mut conn, &records[i], cooldown).await?),
                 None => insert_known_events(&mut conn, records, &outcomes, &known).await?,
             }
         } else if !records.is_empty() {
-            let mut tx = self.pool().begin().await?;
+            let mut tx = self.begin().await?;
             for &i in &enqueue_order {
                 outcomes[i] = Some(enqueue(&mut tx, &records[i], cooldown).await?);
             }

@@ -99,7 +99,7 @@ impl Store {
         id: i64,
         event_limit: i64,
     ) -> Result<Option<(JobRow, Vec<AlertEventRow>)>, StoreError> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.acquire().await?;
         let job =
             sqlx::query_as::<_, JobRow>(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
                 .bind(id)
@@ -116,6 +116,13 @@ impl Store {
         .fetch_all(&mut *conn)
         .await?;
         Ok(Some((job, events)))
+    }
+
+    /// How many jobs are in each state (states with none are left out).
+    pub async fn jobs_by_state(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        Ok(sqlx::query_as("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state")
+            .fetch_all(self.pool())
+            .await?)
     }
 
     pub async fn job(&self, id: i64) -> Result<Option<JobRow>, StoreError> {

@@ -16,7 +16,7 @@ mod wontfix;
 pub use dispatch::{Caps, Claim, ClaimedJob, DispatchStatus};
 pub use intake::{IntakeAction, IntakeRecord, RecordedOutcome};
 pub use jobs::{AlertEventRow, JobFilter, JobRow};
-pub use pool::{PoolSettings, Store};
+pub use pool::{PoolSettings, PoolStats, Store};
 pub use prompts::StoredPrompt;
 pub use pulls::{Applied, Delivery, PrFacts, ReviewClaim};
 pub use sqlx::postgres::PgConnectOptions;

@@ -1,5 +1,9 @@
 use crate::StoreError;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::pool::PoolConnection;
+use sqlx::{Postgres, Transaction};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
@@ -24,6 +28,34 @@ impl Default for PoolSettings {
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: PgPool,
+    /// Callers waiting for a connection right now, for `/metrics`.
+    waiting: Arc<AtomicUsize>,
+    max_connections: u32,
+}
+
+/// The pool at one moment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PoolStats {
+    pub open: u32,
+    pub idle: usize,
+    pub max: u32,
+    pub waiting: usize,
+}
+
+/// Counts a caller as waiting until it has its connection (or gave up).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn start(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Waiting(counter)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Store {
@@ -43,7 +75,11 @@ impl Store {
             .test_before_acquire(false)
             .idle_timeout(Some(Duration::from_secs(300)))
             .connect_lazy_with(options);
-        Store { pool }
+        Store {
+            pool,
+            waiting: Arc::new(AtomicUsize::new(0)),
+            max_connections: settings.max_connections.max(1),
+        }
     }
 
     pub async fn migrate(&self) -> Result<(), StoreError> {
@@ -74,5 +110,26 @@ impl Store {
 
     pub(crate) fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    pub fn pool_stats(&self) -> PoolStats {
+        PoolStats {
+            open: self.pool.size(),
+            idle: self.pool.num_idle(),
+            max: self.max_connections,
+            waiting: self.waiting.load(Ordering::Relaxed),
+        }
+    }
+
+    /// A connection, counted as waiting until the pool hands it over.
+    pub(crate) async fn acquire(&self) -> Result<PoolConnection<Postgres>, sqlx::Error> {
+        let _waiting = Waiting::start(&self.waiting);
+        self.pool.acquire().await
+    }
+
+    /// A transaction, counted as waiting until it has its connection.
+    pub(crate) async fn begin(&self) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+        let _waiting = Waiting::start(&self.waiting);
+        self.pool.begin().await
     }
 }

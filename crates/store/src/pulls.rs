@@ -85,7 +85,7 @@ impl Store {
         pr: Option<&PrFacts>,
         detail: &str,
     ) -> Result<Applied, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin().await?;
         let inserted = sqlx::query(
             "INSERT INTO github_deliveries (delivery_id, event, action, job_id, outcome) \
              VALUES ($1, $2, $3, NULL, 'processing') ON CONFLICT DO NOTHING",
@@ -171,7 +171,7 @@ impl Store {
         keys: &[String],
         choice: &serde_json::Value,
     ) -> Result<bool, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin().await?;
         let state = if keys.is_empty() { "none" } else { "requested" };
         let updated = sqlx::query(
             "UPDATE jobs SET reviewers_state = $2, reviewers = $3, reviewers_lease_until = NULL, \

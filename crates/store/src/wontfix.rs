@@ -69,7 +69,7 @@ impl Store {
     /// Ends a request. `Done` moves the job to `wontfix` and records the
     /// source as ignored, in one transaction.
     pub async fn finish_wontfix(&self, job_id: i64, outcome: WontfixOutcome<'_>) -> Result<(), StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin().await?;
         match outcome {
             WontfixOutcome::Done { entry, commit } => {
                 sqlx::query(
