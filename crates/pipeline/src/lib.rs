@@ -1,6 +1,7 @@
 //! Background work that moves jobs along the pipeline, each step between
 //! short transactions: read the job, work with no connection held, write.
 
+mod comments;
 mod dispatch;
 mod ignore;
 mod prompts;

@@ -367,14 +367,9 @@ impl<G: GitHub> Worker<G> {
 
     async fn comment(&self, claim: &ReviewClaim, source: Source, asked: &[Candidate]) -> Result<(), ReviewError> {
         let marker = comment_marker(claim.job_id);
-        if claim.attempts > 1 {
-            let existing = self.github.comments(&self.settings.repo, claim.pr_number).await?;
-            if existing.iter().any(|c| c.body.contains(&marker)) {
-                return Ok(());
-            }
-        }
         let body = comment_body(source, asked, &marker);
-        self.github.create_comment(&self.settings.repo, claim.pr_number, &body).await?;
+        let github = self.github.as_ref();
+        crate::comments::comment_once(github, &self.settings.repo, claim.pr_number, claim.attempts, &marker, &body).await?;
         Ok(())
     }
 }

@@ -307,16 +307,9 @@ impl<G: GitHub> Worker<G> {
         Ok(prepared)
     }
 
-    /// Comments unless a retry finds the marker already there.
     async fn comment_once(&self, claim: &WontfixClaim, marker: &str, body: &str) -> Result<(), WontfixError> {
-        let repo = &self.settings.repo;
-        if claim.attempts > 1 {
-            let existing = self.github.comments(repo, claim.pr_number).await?;
-            if existing.iter().any(|c| c.body.contains(marker)) {
-                return Ok(());
-            }
-        }
-        self.github.create_comment(repo, claim.pr_number, body).await?;
+        let github = self.github.as_ref();
+        crate::comments::comment_once(github, &self.settings.repo, claim.pr_number, claim.attempts, marker, body).await?;
         Ok(())
     }
 }
