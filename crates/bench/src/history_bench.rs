@@ -30,10 +30,19 @@ fn main() -> anyhow::Result<()> {
         .unwrap_or(12_000);
     let now = chrono::Utc::now();
     println!("history-bench: {commits} commits per repository, {ROUNDS} rounds, median times");
-    println!("{:<28} {:>12} {:>12} {:>8} {:>8}", "shape", "git log", "longtx", "ratio", "authors");
+    println!(
+        "{:<28} {:>12} {:>12} {:>8} {:>8}",
+        "shape", "git log", "longtx", "ratio", "authors"
+    );
     let keep = std::env::var_os("KEEP").is_some();
-    for (shape, span_days) in [("spread over 3 years", 3 * 365), ("all in the last year", 360)] {
-        let dir = std::env::temp_dir().join(format!("longtx-history-bench-{}-{span_days}", std::process::id()));
+    for (shape, span_days) in [
+        ("spread over 3 years", 3 * 365),
+        ("all in the last year", 360),
+    ] {
+        let dir = std::env::temp_dir().join(format!(
+            "longtx-history-bench-{}-{span_days}",
+            std::process::id()
+        ));
         build(&dir, commits, span_days, now.timestamp())?;
         // Both read the repository as longtx keeps it: a mirror fetched
         // over git's pack protocol (file:// forces it), whose pack git's
@@ -60,7 +69,10 @@ fn main() -> anyhow::Result<()> {
             git_log.as_secs_f64() * 1e3,
             ours.as_secs_f64() * 1e3,
         );
-        println!("  goal: ratio <= 1.5: {}", if ratio <= 1.5 { "met" } else { "NOT met" });
+        println!(
+            "  goal: ratio <= 1.5: {}",
+            if ratio <= 1.5 { "met" } else { "NOT met" }
+        );
         if !keep {
             std::fs::remove_dir_all(&dir).ok();
             std::fs::remove_dir_all(&mirror.path).ok();
@@ -69,7 +81,10 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn measure(dir: &Path, now: chrono::DateTime<chrono::Utc>) -> anyhow::Result<(Duration, Duration, usize)> {
+fn measure(
+    dir: &Path,
+    now: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<(Duration, Duration, usize)> {
     let since = (now - chrono::Duration::days(365)).to_rfc3339();
     let options = longtx_git::HistoryOptions::new(now, 365);
     let (mut git_times, mut our_times) = (Vec::new(), Vec::new());
@@ -79,7 +94,13 @@ fn measure(dir: &Path, now: chrono::DateTime<chrono::Utc>) -> anyhow::Result<(Du
         let output = Command::new("git")
             .arg("-C")
             .arg(dir)
-            .args(["log", &format!("--since-as-filter={since}"), "--format=%ae", "--", FILE])
+            .args([
+                "log",
+                &format!("--since-as-filter={since}"),
+                "--format=%ae",
+                "--",
+                FILE,
+            ])
             .output()?;
         let git_time = start.elapsed();
         anyhow::ensure!(output.status.success(), "git log failed");
@@ -104,7 +125,10 @@ fn measure(dir: &Path, now: chrono::DateTime<chrono::Utc>) -> anyhow::Result<(Du
 /// days up to `now`, written through one `git fast-import`.
 fn build(dir: &PathBuf, commits: usize, span_days: i64, now: i64) -> anyhow::Result<()> {
     std::fs::remove_dir_all(dir).ok();
-    let status = Command::new("git").args(["init", "--quiet", "--bare", "--initial-branch=main"]).arg(dir).status()?;
+    let status = Command::new("git")
+        .args(["init", "--quiet", "--bare", "--initial-branch=main"])
+        .arg(dir)
+        .status()?;
     anyhow::ensure!(status.success(), "git init failed");
     let mut child = Command::new("git")
         .arg("-C")
@@ -113,7 +137,14 @@ fn build(dir: &PathBuf, commits: usize, span_days: i64, now: i64) -> anyhow::Res
         .stdin(Stdio::piped())
         .spawn()?;
     let mut input = std::io::BufWriter::new(child.stdin.take().unwrap());
-    let dirs = ["app/models", "app/controllers/admin", "app/jobs", "lib/tasks", "config", "spec/models"];
+    let dirs = [
+        "app/models",
+        "app/controllers/admin",
+        "app/jobs",
+        "lib/tasks",
+        "config",
+        "spec/models",
+    ];
     let start = now - span_days * 86_400;
     let step = (span_days * 86_400) / commits as i64;
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
@@ -129,12 +160,22 @@ fn build(dir: &PathBuf, commits: usize, span_days: i64, now: i64) -> anyhow::Res
         let path = if next() % 20 == 0 {
             FILE.to_owned()
         } else {
-            format!("{}/file_{}.rb", dirs[(next() % dirs.len() as u64) as usize], next() % 80)
+            format!(
+                "{}/file_{}.rb",
+                dirs[(next() % dirs.len() as u64) as usize],
+                next() % 80
+            )
         };
         let content = format!("# revision {n} by author {author}\n");
         writeln!(input, "commit refs/heads/main")?;
-        writeln!(input, "author Author {author} <author{author}@example.com> {when} +0000")?;
-        writeln!(input, "committer Author {author} <author{author}@example.com> {when} +0000")?;
+        writeln!(
+            input,
+            "author Author {author} <author{author}@example.com> {when} +0000"
+        )?;
+        writeln!(
+            input,
+            "committer Author {author} <author{author}@example.com> {when} +0000"
+        )?;
         let message = format!("change {n}");
         writeln!(input, "data {}\n{message}", message.len())?;
         writeln!(input, "M 100644 inline {path}")?;

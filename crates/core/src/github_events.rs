@@ -168,11 +168,15 @@ pub enum PrEvent {
     Reopened,
     /// New commits on the PR branch.
     Synchronized,
-    Closed { merged: bool },
+    Closed {
+        merged: bool,
+    },
     Labeled(String),
     /// The won't-fix label, added by `by`. The state moves only once longtx
     /// has applied it (see [`crate::wontfix`]).
-    WontfixLabeled { by: String },
+    WontfixLabeled {
+        by: String,
+    },
     /// The agent's workflow run finished; `opened_pr` is unknown to the run
     /// event, so a job still waiting for its PR then has none.
     RunCompleted,

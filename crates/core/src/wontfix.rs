@@ -42,7 +42,10 @@ pub fn reason_in_comment(body: &str) -> Option<String> {
 
 /// The reason for the entry: the newest comment giving one, else a default
 /// naming who decided.
-pub fn reason_from_comments<'a>(comments: impl DoubleEndedIterator<Item = &'a str>, labeler: &str) -> String {
+pub fn reason_from_comments<'a>(
+    comments: impl DoubleEndedIterator<Item = &'a str>,
+    labeler: &str,
+) -> String {
     comments
         .rev()
         .find_map(reason_in_comment)
@@ -59,7 +62,13 @@ pub fn pr_title(query_source: &str) -> String {
 
 /// The PR body after the decision; keeps the job marker so the PR stays
 /// tied to its job.
-pub fn pr_body(job_id: i64, query_source: &str, reason: &str, ignore_list_path: &str, labeler: &str) -> String {
+pub fn pr_body(
+    job_id: i64,
+    query_source: &str,
+    reason: &str,
+    ignore_list_path: &str,
+    labeler: &str,
+) -> String {
     format!(
         "@{labeler} decided not to fix the long transaction from `{query_source}`.\n\n\
          **Reason:** {reason}\n\n\
@@ -75,7 +84,12 @@ pub fn pr_body(job_id: i64, query_source: &str, reason: &str, ignore_list_path: 
 /// `replaced`: the branch head the push replaced, if any; GitHub keeps it
 /// reachable from the PR's timeline, and naming it here means nothing
 /// pushed to the branch disappears unmentioned.
-pub fn done_comment(query_source: &str, ignore_list_path: &str, commit: &str, replaced: Option<&str>) -> String {
+pub fn done_comment(
+    query_source: &str,
+    ignore_list_path: &str,
+    commit: &str,
+    replaced: Option<&str>,
+) -> String {
     let replaced = replaced
         .map(|head| format!(" The branch head it replaced was {head}."))
         .unwrap_or_default();
@@ -117,16 +131,32 @@ mod tests {
 
     #[test]
     fn the_newest_comment_with_a_reason_wins() {
-        let comments = ["Looks risky.", "wontfix: the export needs one snapshot", "/wontfix  Nightly only; fine as is "];
-        assert_eq!(reason_from_comments(comments.iter().copied(), "alice"), "Nightly only; fine as is");
-        assert_eq!(reason_from_comments(comments[..2].iter().copied(), "alice"), "the export needs one snapshot");
+        let comments = [
+            "Looks risky.",
+            "wontfix: the export needs one snapshot",
+            "/wontfix  Nightly only; fine as is ",
+        ];
+        assert_eq!(
+            reason_from_comments(comments.iter().copied(), "alice"),
+            "Nightly only; fine as is"
+        );
+        assert_eq!(
+            reason_from_comments(comments[..2].iter().copied(), "alice"),
+            "the export needs one snapshot"
+        );
         let none = ["wontfix:", "I think we should wontfix: later"];
         assert!(reason_from_comments(none.iter().copied(), "alice").contains("@alice"));
     }
 
     #[test]
     fn the_body_keeps_the_marker_and_says_how_to_undo() {
-        let body = pr_body(7, "admin/users#update", "needs the lock", "ignore-list.yaml", "alice");
+        let body = pr_body(
+            7,
+            "admin/users#update",
+            "needs the lock",
+            "ignore-list.yaml",
+            "alice",
+        );
         assert!(body.contains("<!-- longtx-job: 7 -->"));
         assert!(body.contains("removes the entry"));
         assert!(commit_message(7, "a#b", "ignore-list.yaml").ends_with("Longtx-Wontfix-Job: 7\n"));

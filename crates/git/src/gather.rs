@@ -112,6 +112,10 @@ pub fn history(
         }
     }
     let mut people: Vec<HistoryPerson> = people.into_values().collect();
-    people.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.email.cmp(&b.email)));
+    people.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.email.cmp(&b.email))
+    });
     Ok(people)
 }

@@ -102,7 +102,9 @@ pub fn file_history(
         let touched: Vec<usize> = (0..names.len())
             .filter(|&i| {
                 let here = blobs.get(repo, &commit, i, &names[i]);
-                let before = parent.as_ref().and_then(|p| blobs.get(repo, p, i, &names[i]));
+                let before = parent
+                    .as_ref()
+                    .and_then(|p| blobs.get(repo, p, i, &names[i]));
                 here != before
             })
             .collect();
@@ -137,7 +139,10 @@ pub fn file_history(
             history.skipped_bots += 1;
             continue;
         }
-        let when = Utc.timestamp_opt(author_ts, 0).single().unwrap_or(options.as_of);
+        let when = Utc
+            .timestamp_opt(author_ts, 0)
+            .single()
+            .unwrap_or(options.as_of);
         let age_days = (options.as_of - when).num_seconds() as f64 / 86_400.0;
         let stat = by_email.entry(email.clone()).or_insert_with(|| AuthorStat {
             name,
@@ -168,7 +173,13 @@ fn oid_hex(oid: &Oid) -> String {
 fn ignored_revs(text: Option<String>) -> HashSet<String> {
     text.unwrap_or_default()
         .lines()
-        .map(|line| line.split('#').next().unwrap_or("").trim().to_ascii_lowercase())
+        .map(|line| {
+            line.split('#')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
         .filter(|line| line.len() >= 40 && line.bytes().all(|b| b.is_ascii_hexdigit()))
         .collect()
 }

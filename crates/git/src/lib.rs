@@ -49,10 +49,7 @@ fn skip_rehashing_objects() {
 }
 
 /// The commit a revision (`HEAD`, `refs/heads/main`, a sha) names.
-pub fn commit_at<'r>(
-    repo: &'r git2::Repository,
-    rev: &str,
-) -> Result<git2::Commit<'r>, GitError> {
+pub fn commit_at<'r>(repo: &'r git2::Repository, rev: &str) -> Result<git2::Commit<'r>, GitError> {
     Ok(repo.revparse_single(rev)?.peel_to_commit()?)
 }
 

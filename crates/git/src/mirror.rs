@@ -26,7 +26,9 @@ impl Mirror {
         timeout: Duration,
     ) -> Result<(), GitError> {
         if !is_safe_ref(branch) {
-            return Err(GitError::Invalid(format!("{branch:?} is not a branch name")));
+            return Err(GitError::Invalid(format!(
+                "{branch:?} is not a branch name"
+            )));
         }
         if self.url.starts_with('-') {
             return Err(GitError::Invalid("the clone URL starts with '-'".into()));
@@ -34,7 +36,8 @@ impl Mirror {
         if !self.path.join("HEAD").exists() {
             std::fs::create_dir_all(&self.path)
                 .map_err(|e| GitError::Fetch(format!("creating {}: {e}", self.path.display())))?;
-            self.run(&["init", "--bare", "--quiet"], None, timeout).await?;
+            self.run(&["init", "--bare", "--quiet"], None, timeout)
+                .await?;
         }
         let refspec = format!("+refs/heads/{branch}:refs/heads/{branch}");
         self.run(
@@ -46,7 +49,12 @@ impl Mirror {
     }
 
     /// Fetches several branches in one go (see [`Mirror::fetch`]).
-    pub async fn fetch_all(&self, branches: &[&str], token: Option<&str>, timeout: Duration) -> Result<(), GitError> {
+    pub async fn fetch_all(
+        &self,
+        branches: &[&str],
+        token: Option<&str>,
+        timeout: Duration,
+    ) -> Result<(), GitError> {
         for branch in branches {
             self.fetch(branch, token, timeout).await?;
         }
@@ -65,20 +73,46 @@ impl Mirror {
         timeout: Duration,
     ) -> Result<Pushed, GitError> {
         if !is_safe_ref(branch) || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(GitError::Invalid(format!("{branch:?} / {commit:?} cannot be pushed")));
+            return Err(GitError::Invalid(format!(
+                "{branch:?} / {commit:?} cannot be pushed"
+            )));
         }
-        let lease = format!("--force-with-lease=refs/heads/{branch}:{}", expected.unwrap_or(""));
+        let lease = format!(
+            "--force-with-lease=refs/heads/{branch}:{}",
+            expected.unwrap_or("")
+        );
         let refspec = format!("{commit}:refs/heads/{branch}");
-        match self.run(&["push", "--quiet", "--porcelain", &lease, &self.url, &refspec], token, timeout).await {
+        match self
+            .run(
+                &[
+                    "push",
+                    "--quiet",
+                    "--porcelain",
+                    &lease,
+                    &self.url,
+                    &refspec,
+                ],
+                token,
+                timeout,
+            )
+            .await
+        {
             Ok(()) => Ok(Pushed::Done),
-            Err(GitError::Fetch(message)) if message.contains("stale info") || message.contains("rejected") => {
+            Err(GitError::Fetch(message))
+                if message.contains("stale info") || message.contains("rejected") =>
+            {
                 Ok(Pushed::Stale(message))
             }
             Err(e) => Err(e),
         }
     }
 
-    async fn run(&self, args: &[&str], token: Option<&str>, timeout: Duration) -> Result<(), GitError> {
+    async fn run(
+        &self,
+        args: &[&str],
+        token: Option<&str>,
+        timeout: Duration,
+    ) -> Result<(), GitError> {
         let mut command = Command::new("git");
         command
             .arg("-C")
@@ -89,12 +123,15 @@ impl Mirror {
             .kill_on_drop(true);
         if let Some(token) = token {
             use base64::Engine;
-            let basic = base64::engine::general_purpose::STANDARD
-                .encode(format!("x-access-token:{token}"));
+            let basic =
+                base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"));
             command
                 .env("GIT_CONFIG_COUNT", "1")
                 .env("GIT_CONFIG_KEY_0", "http.extraHeader")
-                .env("GIT_CONFIG_VALUE_0", format!("Authorization: Basic {basic}"));
+                .env(
+                    "GIT_CONFIG_VALUE_0",
+                    format!("Authorization: Basic {basic}"),
+                );
         }
         let output = tokio::time::timeout(timeout, command.output())
             .await

@@ -29,7 +29,10 @@ pub enum Prepared {
     AlreadyDone { commit: String },
     /// Push `commit` to the PR branch if it still points at `expected_head`
     /// (`None`: the branch is gone).
-    Push { commit: String, expected_head: Option<String> },
+    Push {
+        commit: String,
+        expected_head: Option<String>,
+    },
 }
 
 pub fn prepare(repo: &Repository, plan: &WontfixCommit<'_>) -> Result<Prepared, GitError> {
@@ -41,25 +44,38 @@ pub fn prepare(repo: &Repository, plan: &WontfixCommit<'_>) -> Result<Prepared, 
     };
     if let Some(head) = &head {
         if is_our_commit(repo, head, plan)? {
-            return Ok(Prepared::AlreadyDone { commit: head.id().to_string() });
+            return Ok(Prepared::AlreadyDone {
+                commit: head.id().to_string(),
+            });
         }
     }
     let text = read_at(repo, &base, plan.path)?.unwrap_or_default();
-    let commit = match add_entry(&text, plan.entry).map_err(|e| GitError::Invalid(format!("{}: {e}", plan.path)))? {
+    let commit = match add_entry(&text, plan.entry)
+        .map_err(|e| GitError::Invalid(format!("{}: {e}", plan.path)))?
+    {
         // Listed on the base already: dropping the fix commits is all.
         Added::AlreadyListed => base.id(),
         Added::Changed(new_text) => commit_on(repo, &base, plan, new_text.as_bytes())?,
     };
     let expected_head = head.map(|h| h.id().to_string());
     if expected_head.as_deref() == Some(commit.to_string().as_str()) {
-        return Ok(Prepared::AlreadyDone { commit: commit.to_string() });
+        return Ok(Prepared::AlreadyDone {
+            commit: commit.to_string(),
+        });
     }
-    Ok(Prepared::Push { commit: commit.to_string(), expected_head })
+    Ok(Prepared::Push {
+        commit: commit.to_string(),
+        expected_head,
+    })
 }
 
 /// One parent, longtx's trailer for this job, and a diff that touches only
 /// the ignore list.
-fn is_our_commit(repo: &Repository, head: &git2::Commit<'_>, plan: &WontfixCommit<'_>) -> Result<bool, GitError> {
+fn is_our_commit(
+    repo: &Repository,
+    head: &git2::Commit<'_>,
+    plan: &WontfixCommit<'_>,
+) -> Result<bool, GitError> {
     let ours = head.parent_count() == 1
         && head
             .message()
@@ -76,7 +92,12 @@ fn is_our_commit(repo: &Repository, head: &git2::Commit<'_>, plan: &WontfixCommi
     Ok(only_the_list && diff.deltas().len() == 1)
 }
 
-fn commit_on(repo: &Repository, base: &git2::Commit<'_>, plan: &WontfixCommit<'_>, text: &[u8]) -> Result<Oid, GitError> {
+fn commit_on(
+    repo: &Repository,
+    base: &git2::Commit<'_>,
+    plan: &WontfixCommit<'_>,
+    text: &[u8],
+) -> Result<Oid, GitError> {
     let blob = repo.blob(text)?;
     let mut update = git2::build::TreeUpdateBuilder::new();
     update.upsert(plan.path, blob, git2::FileMode::Blob);

@@ -56,7 +56,11 @@ impl Repo {
             .env("HOME", &self.path)
             .output()
             .unwrap();
-        assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         String::from_utf8_lossy(&output.stdout).trim().to_owned()
     }
 
@@ -67,7 +71,12 @@ impl Repo {
         std::fs::write(full, content).unwrap();
         let email = format!("{}@example.com", who.to_lowercase());
         self.git(&["add", "-A"], who, &email, days_ago);
-        self.git(&["commit", "--quiet", "-m", &format!("{who} edits {file}")], who, &email, days_ago);
+        self.git(
+            &["commit", "--quiet", "-m", &format!("{who} edits {file}")],
+            who,
+            &email,
+            days_ago,
+        );
         self.git(&["rev-parse", "HEAD"], who, &email, days_ago)
     }
 
@@ -79,7 +88,14 @@ impl Repo {
 fn rand_suffix() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::Relaxed) * 1000 + u64::from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() % 1000)
+    NEXT.fetch_add(1, Ordering::Relaxed) * 1000
+        + u64::from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos()
+                % 1000,
+        )
 }
 
 fn emails(history: &longtx_git::FileHistory) -> Vec<&str> {
@@ -120,14 +136,32 @@ fn renames_are_followed_to_the_old_name() {
     let repo = Repo::new();
     let body = "class Order\n  def total\n    42\n  end\nend\n".repeat(5);
     repo.commit("app/models/purchase.rb", &body, "Alice", 100);
-    repo.git(&["mv", "app/models/purchase.rb", "app/models/order.rb"], "Bob", "bob@example.com", 50);
-    repo.git(&["commit", "--quiet", "-m", "rename"], "Bob", "bob@example.com", 50);
-    repo.commit("app/models/order.rb", &format!("{body}# more\n"), "Carol", 10);
+    repo.git(
+        &["mv", "app/models/purchase.rb", "app/models/order.rb"],
+        "Bob",
+        "bob@example.com",
+        50,
+    );
+    repo.git(
+        &["commit", "--quiet", "-m", "rename"],
+        "Bob",
+        "bob@example.com",
+        50,
+    );
+    repo.commit(
+        "app/models/order.rb",
+        &format!("{body}# more\n"),
+        "Carol",
+        10,
+    );
     let history = file_history(&repo.open(), "HEAD", "app/models/order.rb", &options()).unwrap();
     assert_eq!(history.renamed_from, ["app/models/purchase.rb"]);
     let mut found = emails(&history);
     found.sort();
-    assert_eq!(found, ["alice@example.com", "bob@example.com", "carol@example.com"]);
+    assert_eq!(
+        found,
+        ["alice@example.com", "bob@example.com", "carol@example.com"]
+    );
 }
 
 #[test]
@@ -137,14 +171,34 @@ fn bots_merges_and_ignored_revisions_do_not_count() {
     let reformat = repo.commit("a.rb", "2 reformatted", "Formatter", 50);
     let bot_email = "49699333+dependabot[bot]@users.noreply.github.com";
     std::fs::write(repo.path.join("a.rb"), "3 bumped").unwrap();
-    repo.git(&["commit", "--quiet", "-am", "bump"], "dependabot[bot]", bot_email, 40);
+    repo.git(
+        &["commit", "--quiet", "-am", "bump"],
+        "dependabot[bot]",
+        bot_email,
+        40,
+    );
     // A side branch merged back: the merge commit itself is not authorship.
-    repo.git(&["switch", "--quiet", "-c", "side"], "Bob", "bob@example.com", 30);
+    repo.git(
+        &["switch", "--quiet", "-c", "side"],
+        "Bob",
+        "bob@example.com",
+        30,
+    );
     repo.commit("a.rb", "4 side", "Bob", 30);
     repo.git(&["switch", "--quiet", "main"], "Bob", "bob@example.com", 29);
     repo.commit("b.rb", "unrelated", "Carol", 29);
-    repo.git(&["merge", "--quiet", "--no-ff", "-m", "merge side", "side"], "Merger", "merger@example.com", 20);
-    repo.commit(".git-blame-ignore-revs", &format!("# mass reformat\n{reformat}\n"), "Alice", 10);
+    repo.git(
+        &["merge", "--quiet", "--no-ff", "-m", "merge side", "side"],
+        "Merger",
+        "merger@example.com",
+        20,
+    );
+    repo.commit(
+        ".git-blame-ignore-revs",
+        &format!("# mass reformat\n{reformat}\n"),
+        "Alice",
+        10,
+    );
     let history = file_history(&repo.open(), "HEAD", "a.rb", &options()).unwrap();
     let mut found = emails(&history);
     found.sort();
@@ -159,8 +213,18 @@ fn mailmap_joins_one_person_s_addresses() {
     let repo = Repo::new();
     repo.commit("a.rb", "1", "Alice", 30);
     std::fs::write(repo.path.join("a.rb"), "2").unwrap();
-    repo.git(&["commit", "--quiet", "-am", "laptop"], "alice", "alice@laptop.local", 20);
-    repo.commit(".mailmap", "Alice <alice@example.com> <alice@laptop.local>\n", "Alice", 10);
+    repo.git(
+        &["commit", "--quiet", "-am", "laptop"],
+        "alice",
+        "alice@laptop.local",
+        20,
+    );
+    repo.commit(
+        ".mailmap",
+        "Alice <alice@example.com> <alice@laptop.local>\n",
+        "Alice",
+        10,
+    );
     let history = file_history(&repo.open(), "HEAD", "a.rb", &options()).unwrap();
     assert_eq!(emails(&history), ["alice@example.com"]);
     assert_eq!(history.authors[0].commits, 2);
@@ -171,10 +235,18 @@ fn codeowners_come_from_the_given_ref_only() {
     let repo = Repo::new();
     repo.commit(".github/CODEOWNERS", "/app/ @acme/app-team\n", "Alice", 20);
     repo.commit("app/a.rb", "1", "Alice", 19);
-    repo.git(&["switch", "--quiet", "-c", "longtx/1"], "Agent", "agent@example.com", 5);
+    repo.git(
+        &["switch", "--quiet", "-c", "longtx/1"],
+        "Agent",
+        "agent@example.com",
+        5,
+    );
     // The agent's branch tries to make itself the owner; the base must win.
     repo.commit(".github/CODEOWNERS", "* @agent\n", "Agent", 5);
-    let files = [ChangedFile { path: "app/a.rb".into(), changes: 3 }];
+    let files = [ChangedFile {
+        path: "app/a.rb".into(),
+        changes: 3,
+    }];
     let base = gather::owners(&repo.open(), "refs/heads/main", &files).unwrap();
     assert_eq!(base.owners[0].0.to_string(), "@acme/app-team");
     assert!(base.owners[0].1.contains(".github/CODEOWNERS line 1"));
@@ -189,8 +261,14 @@ fn history_over_several_files_sums_per_person_largest_changes_first() {
     repo.commit("small.rb", "1", "Bob", 20);
     repo.commit("small.rb", "2", "Bob", 19);
     let files = [
-        ChangedFile { path: "small.rb".into(), changes: 1 },
-        ChangedFile { path: "big.rb".into(), changes: 100 },
+        ChangedFile {
+            path: "small.rb".into(),
+            changes: 1,
+        },
+        ChangedFile {
+            path: "big.rb".into(),
+            changes: 100,
+        },
     ];
     let only_largest = gather::history(&repo.open(), "HEAD", &files, &options(), 1).unwrap();
     assert_eq!(only_largest.len(), 1);
@@ -198,4 +276,3 @@ fn history_over_several_files_sums_per_person_largest_changes_first() {
     let both = gather::history(&repo.open(), "HEAD", &files, &options(), 10).unwrap();
     assert_eq!(both[0].email, "bob@example.com");
 }
-

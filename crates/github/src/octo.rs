@@ -282,7 +282,8 @@ impl GitHub for OctocrabGitHub {
     }
 
     async fn pull_files(&self, repo: &RepoName, number: u64) -> Result<Vec<PullFile>, GitHubError> {
-        self.pages(&format!("/repos/{repo}/pulls/{number}/files")).await
+        self.pages(&format!("/repos/{repo}/pulls/{number}/files"))
+            .await
     }
 
     async fn request_reviewers(
@@ -298,17 +299,26 @@ impl GitHub for OctocrabGitHub {
     }
 
     async fn comments(&self, repo: &RepoName, number: u64) -> Result<Vec<Comment>, GitHubError> {
-        self.pages(&format!("/repos/{repo}/issues/{number}/comments")).await
+        self.pages(&format!("/repos/{repo}/issues/{number}/comments"))
+            .await
     }
 
-    async fn create_comment(&self, repo: &RepoName, number: u64, body: &str) -> Result<(), GitHubError> {
+    async fn create_comment(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        body: &str,
+    ) -> Result<(), GitHubError> {
         let body = serde_json::json!({ "body": body });
         let path = format!("/repos/{repo}/issues/{number}/comments");
         self.send("POST", &path, Some(&body)).await.map(drop)
     }
 
     async fn is_collaborator(&self, repo: &RepoName, login: &str) -> Result<bool, GitHubError> {
-        match self.send("GET", &format!("/repos/{repo}/collaborators/{login}"), None).await {
+        match self
+            .send("GET", &format!("/repos/{repo}/collaborators/{login}"), None)
+            .await
+        {
             Ok(_) => Ok(true),
             Err(GitHubError::Refused { status: 404, .. }) => Ok(false),
             Err(e) => Err(e),
@@ -322,12 +332,19 @@ impl GitHub for OctocrabGitHub {
         }
         match self.pages::<Team>(&format!("/orgs/{org}/teams")).await {
             Ok(teams) => Ok(Some(teams.into_iter().map(|t| t.slug).collect())),
-            Err(GitHubError::Refused { status: 403 | 404, .. }) => Ok(None),
+            Err(GitHubError::Refused {
+                status: 403 | 404, ..
+            }) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    async fn is_team_member(&self, org: &str, slug: &str, login: &str) -> Result<bool, GitHubError> {
+    async fn is_team_member(
+        &self,
+        org: &str,
+        slug: &str,
+        login: &str,
+    ) -> Result<bool, GitHubError> {
         #[derive(serde::Deserialize)]
         struct Membership {
             state: String,
@@ -335,7 +352,9 @@ impl GitHub for OctocrabGitHub {
         let path = format!("/orgs/{org}/teams/{slug}/memberships/{login}");
         match self.send("GET", &path, None).await {
             Ok((_, text)) => Ok(parse::<Membership>(&text)?.state == "active"),
-            Err(GitHubError::Refused { status: 403 | 404, .. }) => Ok(false),
+            Err(GitHubError::Refused {
+                status: 403 | 404, ..
+            }) => Ok(false),
             Err(e) => Err(e),
         }
     }
@@ -353,9 +372,21 @@ impl GitHub for OctocrabGitHub {
         }
     }
 
-    async fn update_pull(&self, repo: &RepoName, number: u64, title: &str, body: &str) -> Result<(), GitHubError> {
+    async fn update_pull(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        title: &str,
+        body: &str,
+    ) -> Result<(), GitHubError> {
         let patch = serde_json::json!({"title": title, "body": body});
-        self.send("PATCH", &format!("/repos/{repo}/pulls/{number}"), Some(&patch)).await.map(drop)
+        self.send(
+            "PATCH",
+            &format!("/repos/{repo}/pulls/{number}"),
+            Some(&patch),
+        )
+        .await
+        .map(drop)
     }
 
     async fn cancel_run(&self, repo: &RepoName, run_id: u64) -> Result<(), GitHubError> {
@@ -367,14 +398,23 @@ impl GitHub for OctocrabGitHub {
         }
     }
 
-    async fn commit_author_login(&self, repo: &RepoName, sha: &str) -> Result<Option<String>, GitHubError> {
+    async fn commit_author_login(
+        &self,
+        repo: &RepoName,
+        sha: &str,
+    ) -> Result<Option<String>, GitHubError> {
         #[derive(serde::Deserialize)]
         struct CommitInfo {
             author: Option<Login>,
         }
-        match self.send("GET", &format!("/repos/{repo}/commits/{sha}"), None).await {
+        match self
+            .send("GET", &format!("/repos/{repo}/commits/{sha}"), None)
+            .await
+        {
             Ok((_, text)) => Ok(parse::<CommitInfo>(&text)?.author.map(|a| a.login)),
-            Err(GitHubError::Refused { status: 404 | 422, .. }) => Ok(None),
+            Err(GitHubError::Refused {
+                status: 404 | 422, ..
+            }) => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -413,7 +453,11 @@ impl OctocrabGitHub {
         let mut all = Vec::new();
         for page in 1..=MAX_PAGES {
             let (_, text) = self
-                .send("GET", &format!("{path}?per_page={PER_PAGE}&page={page}"), None)
+                .send(
+                    "GET",
+                    &format!("{path}?per_page={PER_PAGE}&page={page}"),
+                    None,
+                )
                 .await?;
             let items: Vec<T> = parse(&text)?;
             let last = items.len() < PER_PAGE;
@@ -456,10 +500,22 @@ mod endpoint_tests {
 
     #[test]
     fn paths_become_templates() {
-        assert_eq!(endpoint_of("/repos/acme/app/actions/runs/9001?x=1"), "/repos/:owner/:repo/actions/runs/:n");
-        assert_eq!(endpoint_of("/repos/a/b/collaborators/alice/permission"), "/repos/:owner/:repo/collaborators/:user/permission");
-        assert_eq!(endpoint_of("/orgs/acme/teams/dba/memberships/bob"), "/orgs/:org/teams/:team/memberships/:user");
-        assert_eq!(endpoint_of("/repos/a/b/commits/abc123"), "/repos/:owner/:repo/commits/:sha");
+        assert_eq!(
+            endpoint_of("/repos/acme/app/actions/runs/9001?x=1"),
+            "/repos/:owner/:repo/actions/runs/:n"
+        );
+        assert_eq!(
+            endpoint_of("/repos/a/b/collaborators/alice/permission"),
+            "/repos/:owner/:repo/collaborators/:user/permission"
+        );
+        assert_eq!(
+            endpoint_of("/orgs/acme/teams/dba/memberships/bob"),
+            "/orgs/:org/teams/:team/memberships/:user"
+        );
+        assert_eq!(
+            endpoint_of("/repos/a/b/commits/abc123"),
+            "/repos/:owner/:repo/commits/:sha"
+        );
         assert_eq!(endpoint_of("/user"), "/user");
     }
 }

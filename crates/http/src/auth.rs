@@ -20,6 +20,10 @@ impl WebhookAuth {
         }
     }
 
+    pub(crate) fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
     pub fn is_configured(&self) -> bool {
         self.token.is_some()
     }
@@ -39,6 +43,45 @@ impl WebhookAuth {
                 "send Authorization: Bearer <LONGTX_WEBHOOK_TOKEN> (or Basic auth with the token as password)",
             )),
         }
+    }
+}
+
+/// The dashboard's auth: the API token or `LONGTX_DASHBOARD_TOKEN`, as
+/// Bearer or as the Basic-auth password (what a browser sends after the
+/// `WWW-Authenticate: Basic` prompt). The dashboard token opens only the
+/// pages, so it can be shared with people who must not post alerts.
+#[derive(Debug, Clone, Default)]
+pub struct DashboardAuth {
+    tokens: Vec<String>,
+}
+
+impl DashboardAuth {
+    pub fn new(api_token: Option<String>, dashboard_token: Option<String>) -> Self {
+        DashboardAuth {
+            tokens: [api_token, dashboard_token]
+                .into_iter()
+                .flatten()
+                .filter(|t| !t.is_empty())
+                .collect(),
+        }
+    }
+
+    /// True when the request may see the pages.
+    pub fn allows(&self, headers: &HeaderMap) -> bool {
+        if self.tokens.is_empty() {
+            return true;
+        }
+        let Some(secret) = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(presented_secret)
+        else {
+            return false;
+        };
+        // Compare with every token, so the time taken does not say which.
+        self.tokens.iter().fold(false, |ok, t| {
+            ok | bool::from(secret.as_bytes().ct_eq(t.as_bytes()))
+        })
     }
 }
 
@@ -93,6 +136,17 @@ mod tests {
         assert!(auth.check(&headers("Bearer s3cre")).is_err());
         assert!(auth.check(&headers("Token s3cret")).is_err());
         assert!(auth.check(&HeaderMap::new()).is_err());
+    }
+
+    #[test]
+    fn the_dashboard_takes_either_token() {
+        let auth = DashboardAuth::new(Some("api".into()), Some("view".into()));
+        assert!(auth.allows(&headers("Bearer api")));
+        // "me:view"
+        assert!(auth.allows(&headers("Basic bWU6dmlldw==")));
+        assert!(!auth.allows(&headers("Bearer vie")));
+        assert!(!auth.allows(&HeaderMap::new()));
+        assert!(DashboardAuth::new(None, Some(String::new())).allows(&HeaderMap::new()));
     }
 
     #[test]

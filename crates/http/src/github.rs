@@ -68,7 +68,11 @@ impl GitHubWebhook {
 
 impl std::fmt::Debug for GitHubWebhook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "GitHubWebhook {{ repo: {:?}, secret: <redacted> }}", self.repo)
+        write!(
+            f,
+            "GitHubWebhook {{ repo: {:?}, secret: <redacted> }}",
+            self.repo
+        )
     }
 }
 
@@ -91,8 +95,23 @@ struct Answer {
     detail: String,
 }
 
-fn answer(status: StatusCode, event: &str, outcome: &'static str, job_id: Option<i64>, detail: String) -> Response {
-    (status, Json(Answer { event: event.to_owned(), outcome, job_id, detail })).into_response()
+fn answer(
+    status: StatusCode,
+    event: &str,
+    outcome: &'static str,
+    job_id: Option<i64>,
+    detail: String,
+) -> Response {
+    (
+        status,
+        Json(Answer {
+            event: event.to_owned(),
+            outcome,
+            job_id,
+            detail,
+        }),
+    )
+        .into_response()
 }
 
 pub async fn receive(
@@ -109,25 +128,48 @@ pub async fn receive(
     };
     let body = body.map_err(|rejection| {
         let status = rejection.status();
-        let error = if status == StatusCode::PAYLOAD_TOO_LARGE { "body_too_large" } else { "unreadable_body" };
+        let error = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            "body_too_large"
+        } else {
+            "unreadable_body"
+        };
         ApiError::new(status, error, rejection.body_text())
     })?;
     webhook.verify(&headers, &body)?;
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
     let event = header("x-github-event")
         .ok_or_else(|| ApiError::bad_request("missing_header", "X-GitHub-Event is missing"))?;
     let delivery_id = header("x-github-delivery")
         .filter(|id| !id.is_empty() && id.len() <= 100)
-        .ok_or_else(|| ApiError::bad_request("missing_header", "X-GitHub-Delivery is missing or too long"))?;
+        .ok_or_else(|| {
+            ApiError::bad_request("missing_header", "X-GitHub-Delivery is missing or too long")
+        })?;
     let span = tracing::info_span!("github", %event, delivery = %delivery_id, job_id = tracing::field::Empty);
     async move {
         match event.as_str() {
-            "ping" => Ok(answer(StatusCode::OK, &event, "pong", None, "webhook reached longtx".into())),
+            "ping" => Ok(answer(
+                StatusCode::OK,
+                &event,
+                "pong",
+                None,
+                "webhook reached longtx".into(),
+            )),
             "pull_request" => pull_request(&state, &webhook, &delivery_id, parse(&body)?).await,
             "workflow_run" => workflow_run(&state, &webhook, &delivery_id, parse(&body)?).await,
             _ => {
                 tracing::info!("event not used by longtx; ignored");
-                Ok(answer(StatusCode::ACCEPTED, &event, "ignored", None, "longtx does not use this event".into()))
+                Ok(answer(
+                    StatusCode::ACCEPTED,
+                    &event,
+                    "ignored",
+                    None,
+                    "longtx does not use this event".into(),
+                ))
             }
         }
     }
@@ -136,7 +178,8 @@ pub async fn receive(
 }
 
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    longtx_core::alert::require_object(body).map_err(|e| ApiError::bad_request("invalid_body", e))?;
+    longtx_core::alert::require_object(body)
+        .map_err(|e| ApiError::bad_request("invalid_body", e))?;
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request("invalid_body", e.to_string()))
 }
 
@@ -153,25 +196,56 @@ async fn pull_request(
         "synchronize" => PrEvent::Synchronized,
         "closed" => PrEvent::Closed { merged: pr.merged },
         "labeled" => {
-            let label = event.label.as_ref().map(|l| l.name.clone()).unwrap_or_default();
+            let label = event
+                .label
+                .as_ref()
+                .map(|l| l.name.clone())
+                .unwrap_or_default();
             match &event.sender {
-                Some(sender) if label == webhook.wontfix_label => PrEvent::WontfixLabeled { by: sender.login.clone() },
+                Some(sender) if label == webhook.wontfix_label => PrEvent::WontfixLabeled {
+                    by: sender.login.clone(),
+                },
                 _ => PrEvent::Labeled(label),
             }
         }
         _ => {
-            return Ok(answer(StatusCode::ACCEPTED, "pull_request", "ignored", None, format!("action {:?} is not used", event.action)));
+            return Ok(answer(
+                StatusCode::ACCEPTED,
+                "pull_request",
+                "ignored",
+                None,
+                format!("action {:?} is not used", event.action),
+            ));
         }
     };
-    let delivery = Delivery { id: delivery_id, event: "pull_request", action: Some(&event.action) };
+    let delivery = Delivery {
+        id: delivery_id,
+        event: "pull_request",
+        action: Some(&event.action),
+    };
     let job_id = match correlate(pr, &webhook.repo) {
         Correlation::NotOurs => {
-            return Ok(answer(StatusCode::ACCEPTED, "pull_request", "ignored", None, "not a longtx PR".into()));
+            return Ok(answer(
+                StatusCode::ACCEPTED,
+                "pull_request",
+                "ignored",
+                None,
+                "not a longtx PR".into(),
+            ));
         }
         Correlation::Suspicious(why) => {
             tracing::warn!(pr = pr.number, %why, "PR names a longtx job but cannot be trusted; nothing done");
-            state.store.apply_github_event(&delivery, None, None, None, &why).await?;
-            return Ok(answer(StatusCode::ACCEPTED, "pull_request", "untrusted", None, why));
+            state
+                .store
+                .apply_github_event(&delivery, None, None, None, &why)
+                .await?;
+            return Ok(answer(
+                StatusCode::ACCEPTED,
+                "pull_request",
+                "untrusted",
+                None,
+                why,
+            ));
         }
         Correlation::Job(id) => id,
     };
@@ -216,24 +290,51 @@ async fn workflow_run(
     event: WorkflowRunEvent,
 ) -> Result<Response, ApiError> {
     let job_id = job_of_run(&event.workflow_run);
-    let ours = event.repository.full_name.eq_ignore_ascii_case(&webhook.repo);
+    let ours = event
+        .repository
+        .full_name
+        .eq_ignore_ascii_case(&webhook.repo);
     let (Some(job_id), true, "completed") = (job_id, ours, event.action.as_str()) else {
-        return Ok(answer(StatusCode::ACCEPTED, "workflow_run", "ignored", None, "not a completed longtx run".into()));
+        return Ok(answer(
+            StatusCode::ACCEPTED,
+            "workflow_run",
+            "ignored",
+            None,
+            "not a completed longtx run".into(),
+        ));
     };
     tracing::Span::current().record("job_id", job_id);
-    let delivery = Delivery { id: delivery_id, event: "workflow_run", action: Some(&event.action) };
-    let conclusion = event.workflow_run.conclusion.as_deref().unwrap_or("unknown");
+    let delivery = Delivery {
+        id: delivery_id,
+        event: "workflow_run",
+        action: Some(&event.action),
+    };
+    let conclusion = event
+        .workflow_run
+        .conclusion
+        .as_deref()
+        .unwrap_or("unknown");
     let detail = format!("run {} concluded {conclusion}", event.workflow_run.id);
     let applied = state
         .store
-        .apply_github_event(&delivery, Some(job_id), Some(&PrEvent::RunCompleted), None, &detail)
+        .apply_github_event(
+            &delivery,
+            Some(job_id),
+            Some(&PrEvent::RunCompleted),
+            None,
+            &detail,
+        )
         .await?;
     Ok(respond(state, "workflow_run", job_id, applied))
 }
 
 fn respond(state: &AppState, event: &str, job_id: i64, applied: Applied) -> Response {
     let (status, outcome, detail) = match &applied {
-        Applied::Duplicate => (StatusCode::OK, "duplicate", "this delivery was already processed".to_owned()),
+        Applied::Duplicate => (
+            StatusCode::OK,
+            "duplicate",
+            "this delivery was already processed".to_owned(),
+        ),
         Applied::Moved { from, to } => {
             tracing::info!(job_id, %from, %to, "job moved");
             if *to == longtx_core::JobState::InReview {
@@ -243,20 +344,42 @@ fn respond(state: &AppState, event: &str, job_id: i64, applied: Applied) -> Resp
             }
             (StatusCode::OK, "moved", format!("{from} -> {to}"))
         }
-        Applied::Unchanged { state } => (StatusCode::OK, "unchanged", format!("the job stays {state}")),
+        Applied::Unchanged { state } => (
+            StatusCode::OK,
+            "unchanged",
+            format!("the job stays {state}"),
+        ),
         Applied::UnknownJob => {
             tracing::warn!(job_id, "GitHub named a job longtx does not have");
-            (StatusCode::ACCEPTED, "unknown_job", format!("no job {job_id}"))
+            (
+                StatusCode::ACCEPTED,
+                "unknown_job",
+                format!("no job {job_id}"),
+            )
         }
         Applied::Conflict { other_job } => {
-            tracing::warn!(job_id, other_job, "not reviving the job: its source has another active job");
-            (StatusCode::OK, "conflict", format!("job {other_job} is active for the same source"))
+            tracing::warn!(
+                job_id,
+                other_job,
+                "not reviving the job: its source has another active job"
+            );
+            (
+                StatusCode::OK,
+                "conflict",
+                format!("job {other_job} is active for the same source"),
+            )
         }
         Applied::Recorded => (StatusCode::ACCEPTED, "recorded", String::new()),
-        Applied::WontfixRequested => (StatusCode::OK, "wontfix_requested", "longtx applies the label now".to_owned()),
-        Applied::WontfixPrClosed { merged: true } => {
-            (StatusCode::OK, "wontfix_merged", "the ignore list is re-read from the base branch".to_owned())
-        }
+        Applied::WontfixRequested => (
+            StatusCode::OK,
+            "wontfix_requested",
+            "longtx applies the label now".to_owned(),
+        ),
+        Applied::WontfixPrClosed { merged: true } => (
+            StatusCode::OK,
+            "wontfix_merged",
+            "the ignore list is re-read from the base branch".to_owned(),
+        ),
         Applied::WontfixPrClosed { merged: false } => (
             StatusCode::OK,
             "wontfix_abandoned",

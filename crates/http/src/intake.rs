@@ -90,7 +90,10 @@ async fn receive(
         longtx_metrics::inc(
             "longtx_alerts_received_total",
             "Alerts received, by query_source (at most 200, then `other`) and outcome.",
-            &[("query_source", source), ("outcome", outcome.outcome.as_str())],
+            &[
+                ("query_source", source),
+                ("outcome", outcome.outcome.as_str()),
+            ],
         );
     }
     longtx_metrics::observe(
@@ -101,7 +104,6 @@ async fn receive(
     );
     Ok(respond(origin, &records, outcomes))
 }
-
 
 fn parse(
     origin: AlertOrigin,

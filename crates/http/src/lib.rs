@@ -4,13 +4,14 @@
 
 mod api;
 mod auth;
+mod dashboard;
 mod error;
 mod github;
 mod intake;
 mod metrics;
 mod state;
 
-pub use auth::WebhookAuth;
+pub use auth::{DashboardAuth, WebhookAuth};
 pub use error::ApiError;
 pub use github::{GitHubWebhook, MAX_GITHUB_BODY_BYTES};
 pub use state::{AppState, DispatchInfo};
@@ -31,6 +32,8 @@ pub fn router(state: AppState) -> Router {
             "/webhooks/github",
             post(github::receive).layer(DefaultBodyLimit::max(MAX_GITHUB_BODY_BYTES)),
         )
+        .route("/", get(dashboard::dashboard))
+        .route("/jobs/{id}", get(dashboard::job))
         .route("/api/jobs", get(api::list_jobs))
         .route("/api/jobs/{id}", get(api::get_job))
         .route("/api/jobs/{id}/prompt", get(api::get_prompt))

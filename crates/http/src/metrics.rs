@@ -9,25 +9,38 @@ use axum::response::{IntoResponse, Response};
 use longtx_core::JobState;
 use longtx_metrics::Gauge;
 
-pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+pub async fn metrics(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     state.auth.check(&headers)?;
     let counts = state.store.jobs_by_state().await?;
     // Every state, zero included, so a rate over a new state starts at 0.
     let jobs = JobState::ALL
         .iter()
         .map(|s| {
-            let n = counts.iter().find(|(name, _)| name == s.as_str()).map_or(0, |(_, n)| *n);
+            let n = counts
+                .iter()
+                .find(|(name, _)| name == s.as_str())
+                .map_or(0, |(_, n)| *n);
             (vec![("state", s.as_str().to_owned())], n as f64)
         })
         .collect();
     let pool = state.store.pool_stats();
     let gauges = [
-        Gauge { name: "longtx_jobs", help: "Jobs by state.", series: jobs },
+        Gauge {
+            name: "longtx_jobs",
+            help: "Jobs by state.",
+            series: jobs,
+        },
         Gauge {
             name: "longtx_db_pool_connections",
             help: "Database pool connections: in use, idle, and the configured maximum.",
             series: vec![
-                (vec![("state", "in_use".to_owned())], pool.open.saturating_sub(pool.idle as u32) as f64),
+                (
+                    vec![("state", "in_use".to_owned())],
+                    pool.open.saturating_sub(pool.idle as u32) as f64,
+                ),
                 (vec![("state", "idle".to_owned())], pool.idle as f64),
                 (vec![("state", "max".to_owned())], pool.max as f64),
             ],
@@ -39,7 +52,10 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Resul
         },
     ];
     Ok((
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         longtx_metrics::render(&gauges),
     )
         .into_response())

@@ -1,6 +1,7 @@
-use crate::auth::WebhookAuth;
-use longtx_core::{IgnoreList, IntakePolicy};
+use crate::auth::{DashboardAuth, WebhookAuth};
 use crate::github::GitHubWebhook;
+use longtx_core::{IgnoreList, IntakePolicy};
+use longtx_dashboard::Pages;
 use longtx_pipeline::{LiveIgnoreList, PromptQueue, ReviewQueue, WontfixQueue};
 use longtx_store::Store;
 use std::sync::Arc;
@@ -11,6 +12,8 @@ pub struct AppState {
     pub store: Store,
     pub policy: Arc<IntakePolicy>,
     pub auth: Arc<WebhookAuth>,
+    pub dashboard_auth: Arc<DashboardAuth>,
+    pub pages: Arc<Pages>,
     ignore_list: LiveIgnoreList,
     /// Told about every job intake creates; `None` renders no prompts.
     pub prompts: Option<PromptQueue>,
@@ -42,7 +45,9 @@ impl AppState {
         AppState {
             store,
             policy: Arc::new(policy),
+            dashboard_auth: Arc::new(DashboardAuth::new(auth.token().map(str::to_owned), None)),
             auth: Arc::new(auth),
+            pages: Arc::new(Pages::new()),
             ignore_list: LiveIgnoreList::new(ignore_list),
             prompts: None,
             dispatch: None,
@@ -50,6 +55,15 @@ impl AppState {
             reviews: None,
             wontfix: None,
         }
+    }
+
+    /// Lets `LONGTX_DASHBOARD_TOKEN` open the pages too.
+    pub fn with_dashboard_token(mut self, token: Option<String>) -> Self {
+        self.dashboard_auth = Arc::new(DashboardAuth::new(
+            self.auth.token().map(str::to_owned),
+            token,
+        ));
+        self
     }
 
     pub fn with_dispatch(mut self, info: DispatchInfo) -> Self {

@@ -26,7 +26,9 @@ fn target_repository() -> GitRepo {
 
 async fn started(repo: &mut GitRepo) -> Tracking {
     let tracking = Tracking::start(&repo.bare(), |_| {}).await;
-    tracking.github.set_pull_files(41, &[("app/models/order.rb", 12)]);
+    tracking
+        .github
+        .set_pull_files(41, &[("app/models/order.rb", 12)]);
     tracking
 }
 
@@ -51,41 +53,94 @@ async fn a_missing_or_wrong_signature_is_refused_before_anything_is_read() {
     };
     let missing = post(None).await.unwrap();
     assert_eq!(missing.status(), 401);
-    let wrong_secret = post(Some(longtx_testkit::github_events::sign("not-the-secret", body.as_bytes())))
+    let wrong_secret = post(Some(longtx_testkit::github_events::sign(
+        "not-the-secret",
+        body.as_bytes(),
+    )))
+    .await
+    .unwrap();
+    assert_eq!(wrong_secret.status(), 401);
+    let other_body = post(Some(longtx_testkit::github_events::sign(SECRET, b"{}")))
         .await
         .unwrap();
-    assert_eq!(wrong_secret.status(), 401);
-    let other_body = post(Some(longtx_testkit::github_events::sign(SECRET, b"{}"))).await.unwrap();
     assert_eq!(other_body.status(), 401);
     let garbage = post(Some("sha256=zz".into())).await.unwrap();
     assert_eq!(garbage.status(), 401);
     let answer: serde_json::Value = garbage.json().await.unwrap();
-    assert!(!answer.to_string().contains(SECRET), "the secret never appears: {answer}");
+    assert!(
+        !answer.to_string().contains(SECRET),
+        "the secret never appears: {answer}"
+    );
 
-    assert_eq!(t.job(job).await.state, "agent_running", "nothing was acted on");
+    assert_eq!(
+        t.job(job).await.state,
+        "agent_running",
+        "nothing was acted on"
+    );
     // The same delivery id, properly signed, is still processed: a refused
     // attempt does not use the id up.
-    let (status, answer) = t.deliver("pull_request", "d-1", &PrEventBuilder::opened(job, 41).to_json()).await;
-    assert_eq!((status, answer["outcome"].as_str()), (200, Some("moved")), "{answer}");
+    let (status, answer) = t
+        .deliver(
+            "pull_request",
+            "d-1",
+            &PrEventBuilder::opened(job, 41).to_json(),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("moved")),
+        "{answer}"
+    );
 }
 
 #[tokio::test]
 async fn ping_is_answered_and_unused_events_are_accepted_and_ignored() {
     let mut repo = target_repository();
     let t = started(&mut repo).await;
-    let (status, answer) = t.deliver("ping", "p-1", &json!({"zen": "Keep it logically awesome.", "hook_id": 1})).await;
+    let (status, answer) = t
+        .deliver(
+            "ping",
+            "p-1",
+            &json!({"zen": "Keep it logically awesome.", "hook_id": 1}),
+        )
+        .await;
     assert_eq!((status, answer["outcome"].as_str()), (200, Some("pong")));
-    let (status, answer) = t.deliver("issues", "i-1", &json!({"action": "opened"})).await;
+    let (status, answer) = t
+        .deliver("issues", "i-1", &json!({"action": "opened"}))
+        .await;
     assert_eq!((status, answer["outcome"].as_str()), (202, Some("ignored")));
     let (status, answer) = t
-        .deliver("pull_request", "a-1", &PrEventBuilder::opened(1, 41).action("assigned").to_json())
+        .deliver(
+            "pull_request",
+            "a-1",
+            &PrEventBuilder::opened(1, 41).action("assigned").to_json(),
+        )
         .await;
-    assert_eq!((status, answer["outcome"].as_str()), (202, Some("ignored")), "{answer}");
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (202, Some("ignored")),
+        "{answer}"
+    );
 
-    let response = t.app.post_github("pull_request", "bad-1", &json!("not an object"), SECRET).await;
+    let response = t
+        .app
+        .post_github("pull_request", "bad-1", &json!("not an object"), SECRET)
+        .await;
     assert_eq!(response.status(), 400);
-    let response = t.app.post_github("pull_request", "bad-2", &json!({"action": "opened"}), SECRET).await;
-    assert_eq!(response.status(), 400, "a pull_request without a pull_request is refused");
+    let response = t
+        .app
+        .post_github(
+            "pull_request",
+            "bad-2",
+            &json!({"action": "opened"}),
+            SECRET,
+        )
+        .await;
+    assert_eq!(
+        response.status(),
+        400,
+        "a pull_request without a pull_request is refused"
+    );
 }
 
 #[tokio::test]
@@ -95,22 +150,47 @@ async fn a_redelivered_opened_event_asks_reviewers_once() {
     let job = t.job_with_agent_running("admin/users#update").await;
     let opened = PrEventBuilder::opened(job, 41).to_json();
     let (status, first) = t.deliver("pull_request", "delivery-7", &opened).await;
-    assert_eq!((status, first["outcome"].as_str()), (200, Some("moved")), "{first}");
-    let reviewed = t.wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested")).await;
+    assert_eq!(
+        (status, first["outcome"].as_str()),
+        (200, Some("moved")),
+        "{first}"
+    );
+    let reviewed = t
+        .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
+        .await;
     assert_eq!(reviewed.state, "in_review");
 
     let (status, again) = t.deliver("pull_request", "delivery-7", &opened).await;
-    assert_eq!((status, again["outcome"].as_str()), (200, Some("duplicate")), "{again}");
+    assert_eq!(
+        (status, again["outcome"].as_str()),
+        (200, Some("duplicate")),
+        "{again}"
+    );
     // A new delivery of the same fact (GitHub sends `opened` only once, but
     // a synchronize follows every push) changes nothing either.
-    let pushed = PrEventBuilder::opened(job, 41).action("synchronize").head_sha(&"c".repeat(40)).to_json();
+    let pushed = PrEventBuilder::opened(job, 41)
+        .action("synchronize")
+        .head_sha(&"c".repeat(40))
+        .to_json();
     let (_, sync) = t.deliver("pull_request", "delivery-8", &pushed).await;
     assert_eq!(sync["outcome"], "unchanged", "{sync}");
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
 
-    assert_eq!(t.github.review_requests().len(), 1, "{:?}", t.github.review_requests());
+    assert_eq!(
+        t.github.review_requests().len(),
+        1,
+        "{:?}",
+        t.github.review_requests()
+    );
     assert_eq!(t.github.comments_on(41).len(), 1);
-    assert_eq!(t.job(job).await.pr_head_sha.as_deref(), Some("c".repeat(40).as_str()));
+    let after = t.job(job).await;
+    assert_eq!(after.pr_head_sha.as_deref(), Some("c".repeat(40).as_str()));
+    // The dashboard's "opened per week" counts from the first sighting,
+    // which a later push does not move.
+    let opened_at = reviewed
+        .pr_opened_at
+        .expect("the PR's first sighting is kept");
+    assert_eq!(after.pr_opened_at, Some(opened_at));
 }
 
 #[tokio::test]
@@ -119,10 +199,19 @@ async fn a_pr_from_a_fork_or_with_a_mismatched_marker_is_not_acted_on() {
     let t = started(&mut repo).await;
     let job = t.job_with_agent_running("admin/users#update").await;
 
-    let fork = PrEventBuilder::opened(job, 41).from_fork("mallory/monolith").to_json();
+    let fork = PrEventBuilder::opened(job, 41)
+        .from_fork("mallory/monolith")
+        .to_json();
     let (status, answer) = t.deliver("pull_request", "f-1", &fork).await;
-    assert_eq!((status, answer["outcome"].as_str()), (202, Some("untrusted")), "{answer}");
-    assert!(answer["detail"].as_str().unwrap().contains("fork"), "{answer}");
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (202, Some("untrusted")),
+        "{answer}"
+    );
+    assert!(
+        answer["detail"].as_str().unwrap().contains("fork"),
+        "{answer}"
+    );
 
     let other_job = job + 1000;
     let mismatched = PrEventBuilder::opened(job, 41)
@@ -133,9 +222,15 @@ async fn a_pr_from_a_fork_or_with_a_mismatched_marker_is_not_acted_on() {
 
     let no_marker = PrEventBuilder::opened(job, 41).body("Trust me.").to_json();
     let (_, answer) = t.deliver("pull_request", "f-3", &no_marker).await;
-    assert_eq!(answer["outcome"], "untrusted", "a branch alone does not claim a job: {answer}");
+    assert_eq!(
+        answer["outcome"], "untrusted",
+        "a branch alone does not claim a job: {answer}"
+    );
 
-    let unrelated = PrEventBuilder::opened(job, 41).branch("feature/x").body("Unrelated.").to_json();
+    let unrelated = PrEventBuilder::opened(job, 41)
+        .branch("feature/x")
+        .body("Unrelated.")
+        .to_json();
     let (status, answer) = t.deliver("pull_request", "f-4", &unrelated).await;
     assert_eq!((status, answer["outcome"].as_str()), (202, Some("ignored")));
 
@@ -155,7 +250,11 @@ async fn closed_reopened_and_merged_move_the_job() {
     let steps = [
         ("opened", pr.clone().to_json(), "in_review"),
         ("closed", pr.clone().closed(false).to_json(), "closed"),
-        ("reopened", pr.clone().action("reopened").to_json(), "in_review"),
+        (
+            "reopened",
+            pr.clone().action("reopened").to_json(),
+            "in_review",
+        ),
         ("merged", pr.clone().closed(true).to_json(), "merged"),
     ];
     for (i, (step, event, expected)) in steps.iter().enumerate() {
@@ -163,12 +262,16 @@ async fn closed_reopened_and_merged_move_the_job() {
         assert_eq!(status, 200, "{step}: {answer}");
         assert_eq!(t.job(job).await.state, *expected, "after {step}: {answer}");
         if *step == "opened" {
-            t.wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested")).await;
+            t.wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
+                .await;
         }
     }
     let merged = t.job(job).await;
     assert!(merged.ended_at.is_some());
-    assert_eq!(merged.pr_url.as_deref(), Some("https://github.com/acme/monolith/pull/41"));
+    assert_eq!(
+        merged.pr_url.as_deref(),
+        Some("https://github.com/acme/monolith/pull/41")
+    );
     // The reopened PR already had its reviewers: nobody is asked twice.
     assert_eq!(t.github.review_requests().len(), 1);
 }
@@ -178,8 +281,14 @@ async fn a_run_that_opened_no_pr_makes_the_job_no_pr_and_a_late_pr_revives_it() 
     let mut repo = target_repository();
     let t = started(&mut repo).await;
     let job = t.job_with_agent_running("admin/users#update").await;
-    let (status, answer) = t.deliver("workflow_run", "r-1", &run_completed(job, 9001, "success")).await;
-    assert_eq!((status, answer["outcome"].as_str()), (200, Some("moved")), "{answer}");
+    let (status, answer) = t
+        .deliver("workflow_run", "r-1", &run_completed(job, 9001, "success"))
+        .await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("moved")),
+        "{answer}"
+    );
     assert_eq!(t.job(job).await.state, "no_pr");
 
     let (_, other_repo) = t
@@ -192,7 +301,13 @@ async fn a_run_that_opened_no_pr_makes_the_job_no_pr_and_a_late_pr_revives_it() 
     assert_eq!(other_repo["outcome"], "ignored");
 
     // The PR event can arrive after the run's: it still counts.
-    let (_, answer) = t.deliver("pull_request", "r-3", &PrEventBuilder::opened(job, 41).to_json()).await;
+    let (_, answer) = t
+        .deliver(
+            "pull_request",
+            "r-3",
+            &PrEventBuilder::opened(job, 41).to_json(),
+        )
+        .await;
     assert_eq!(answer["outcome"], "moved", "{answer}");
     assert_eq!(t.job(job).await.state, "in_review");
 }

@@ -26,22 +26,39 @@ fn parse(text: &str) -> Value {
         .stderr(Stdio::piped())
         .spawn()
         .expect("python3");
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
     let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "the parser refused it: {}\n{text}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "the parser refused it: {}\n{text}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
 fn sample(families: &Value, family: &str, sample: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    families[family]["samples"].as_array()?.iter().find_map(|s| {
-        let matches = s[0] == sample && labels.iter().all(|(k, v)| s[1][*k] == *v);
-        matches.then(|| s[2].as_f64().unwrap())
-    })
+    families[family]["samples"]
+        .as_array()?
+        .iter()
+        .find_map(|s| {
+            let matches = s[0] == sample && labels.iter().all(|(k, v)| s[1][*k] == *v);
+            matches.then(|| s[2].as_f64().unwrap())
+        })
 }
 
 async fn fire(app: &TestApp, source: &str, seconds: f64) {
     let hook = AmWebhook::with(AmAlert::firing(source).table("orders").value(seconds));
-    assert_eq!(app.post_json("/webhooks/alertmanager", &hook.to_json()).await.status(), 200);
+    assert_eq!(
+        app.post_json("/webhooks/alertmanager", &hook.to_json())
+            .await
+            .status(),
+        200
+    );
 }
 
 #[tokio::test]
@@ -49,7 +66,10 @@ async fn metrics_parse_and_count_alerts_jobs_dispatches_and_github_calls() {
     let github = FakeGitHub::start().await;
     let app = TestApp::builder()
         .prompts(shipped_prompt_sources())
-        .dispatcher(dispatch_settings(), Some(github.client(Duration::from_secs(5))))
+        .dispatcher(
+            dispatch_settings(),
+            Some(github.client(Duration::from_secs(5))),
+        )
         .spawn()
         .await;
     fire(&app, "Metrics::SyncWorker", 150.0).await;
@@ -62,36 +82,132 @@ async fn metrics_parse_and_count_alerts_jobs_dispatches_and_github_calls() {
 
     let response = app.client.get(app.url("/metrics")).send().await.unwrap();
     assert_eq!(response.status(), 200);
-    let content_type = response.headers()["content-type"].to_str().unwrap().to_owned();
-    assert!(content_type.starts_with("text/plain; version=0.0.4"), "{content_type}");
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
     let families = parse(&response.text().await.unwrap());
 
-    let alerts = |outcome| sample(&families, "longtx_alerts_received", "longtx_alerts_received_total", &[("query_source", "Metrics::SyncWorker"), ("outcome", outcome)]);
+    let alerts = |outcome| {
+        sample(
+            &families,
+            "longtx_alerts_received",
+            "longtx_alerts_received_total",
+            &[
+                ("query_source", "Metrics::SyncWorker"),
+                ("outcome", outcome),
+            ],
+        )
+    };
     assert_eq!(families["longtx_alerts_received"]["type"], "counter");
     assert_eq!(alerts("created"), Some(1.0));
     assert_eq!(alerts("deduped"), Some(1.0));
-    let below = [("query_source", "Metrics::QuickWorker"), ("outcome", "below_threshold")];
-    assert_eq!(sample(&families, "longtx_alerts_received", "longtx_alerts_received_total", &below), Some(1.0));
+    let below = [
+        ("query_source", "Metrics::QuickWorker"),
+        ("outcome", "below_threshold"),
+    ];
+    assert_eq!(
+        sample(
+            &families,
+            "longtx_alerts_received",
+            "longtx_alerts_received_total",
+            &below
+        ),
+        Some(1.0)
+    );
 
     assert_eq!(families["longtx_jobs"]["type"], "gauge");
-    assert_eq!(sample(&families, "longtx_jobs", "longtx_jobs", &[("state", "agent_running")]), Some(1.0));
-    assert_eq!(sample(&families, "longtx_jobs", "longtx_jobs", &[("state", "merged")]), Some(0.0));
-    assert!(sample(&families, "longtx_dispatches", "longtx_dispatches_total", &[("mode", "dispatched")]).unwrap() >= 1.0);
-    let dispatch_calls = [("method", "POST"), ("endpoint", "/repos/:owner/:repo/actions/workflows/:workflow/dispatches")];
-    assert!(sample(&families, "longtx_github_requests", "longtx_github_requests_total", &dispatch_calls).unwrap() >= 1.0);
+    assert_eq!(
+        sample(
+            &families,
+            "longtx_jobs",
+            "longtx_jobs",
+            &[("state", "agent_running")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &families,
+            "longtx_jobs",
+            "longtx_jobs",
+            &[("state", "merged")]
+        ),
+        Some(0.0)
+    );
+    assert!(
+        sample(
+            &families,
+            "longtx_dispatches",
+            "longtx_dispatches_total",
+            &[("mode", "dispatched")]
+        )
+        .unwrap()
+            >= 1.0
+    );
+    let dispatch_calls = [
+        ("method", "POST"),
+        (
+            "endpoint",
+            "/repos/:owner/:repo/actions/workflows/:workflow/dispatches",
+        ),
+    ];
+    assert!(
+        sample(
+            &families,
+            "longtx_github_requests",
+            "longtx_github_requests_total",
+            &dispatch_calls
+        )
+        .unwrap()
+            >= 1.0
+    );
 
-    assert_eq!(families["longtx_intake_duration_seconds"]["type"], "histogram");
-    let count = sample(&families, "longtx_intake_duration_seconds", "longtx_intake_duration_seconds_count", &[("origin", "alertmanager")]);
+    assert_eq!(
+        families["longtx_intake_duration_seconds"]["type"],
+        "histogram"
+    );
+    let count = sample(
+        &families,
+        "longtx_intake_duration_seconds",
+        "longtx_intake_duration_seconds_count",
+        &[("origin", "alertmanager")],
+    );
     assert!(count.unwrap() >= 3.0);
-    let max = sample(&families, "longtx_db_pool_connections", "longtx_db_pool_connections", &[("state", "max")]);
+    let max = sample(
+        &families,
+        "longtx_db_pool_connections",
+        "longtx_db_pool_connections",
+        &[("state", "max")],
+    );
     assert_eq!(max, Some(5.0));
-    assert_eq!(sample(&families, "longtx_db_pool_waiting", "longtx_db_pool_waiting", &[]), Some(0.0));
+    assert_eq!(
+        sample(
+            &families,
+            "longtx_db_pool_waiting",
+            "longtx_db_pool_waiting",
+            &[]
+        ),
+        Some(0.0)
+    );
 }
 
 #[tokio::test]
 async fn metrics_need_the_token_when_one_is_set_and_hostile_sources_stay_valid() {
     let app = TestApp::builder().token("s3cret").spawn().await;
-    assert_eq!(app.client.get(app.url("/metrics")).send().await.unwrap().status(), 401);
+    assert_eq!(
+        app.client
+            .get(app.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
     let hostile = "Evil\"} 1 # TYPE x counter \\";
     let hook = AmWebhook::with(AmAlert::firing(hostile).value(150.0));
     let response = app
@@ -103,10 +219,31 @@ async fn metrics_need_the_token_when_one_is_set_and_hostile_sources_stay_valid()
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let text = app.client.get(app.url("/metrics")).bearer_auth("s3cret").send().await.unwrap().text().await.unwrap();
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .bearer_auth("s3cret")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(!text.contains("s3cret"));
     let families = parse(&text);
-    assert!(families.get("x").is_none(), "a label value cannot inject a family");
+    assert!(
+        families.get("x").is_none(),
+        "a label value cannot inject a family"
+    );
     let ours = [("query_source", hostile), ("outcome", "created")];
-    assert_eq!(sample(&families, "longtx_alerts_received", "longtx_alerts_received_total", &ours), Some(1.0), "read back exactly");
+    assert_eq!(
+        sample(
+            &families,
+            "longtx_alerts_received",
+            "longtx_alerts_received_total",
+            &ours
+        ),
+        Some(1.0),
+        "read back exactly"
+    );
 }

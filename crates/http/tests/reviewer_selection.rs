@@ -15,14 +15,22 @@ const FILE: &str = "app/models/order.rb";
 async fn open_pr(t: &Tracking, source: &str, pr: u64, author: &str) -> longtx_store::JobRow {
     let job = t.job_with_agent_running(source).await;
     let event = PrEventBuilder::opened(job, pr).author(author).to_json();
-    let (status, answer) = t.deliver("pull_request", &format!("open-{job}"), &event).await;
+    let (status, answer) = t
+        .deliver("pull_request", &format!("open-{job}"), &event)
+        .await;
     assert_eq!(status, 200, "{answer}");
-    t.wait_for(job, |j| matches!(j.reviewers_state.as_deref(), Some("requested" | "none")))
-        .await
+    t.wait_for(job, |j| {
+        matches!(j.reviewers_state.as_deref(), Some("requested" | "none"))
+    })
+    .await
 }
 
 fn requested_users(t: &Tracking) -> Vec<BTreeSet<String>> {
-    t.github.review_requests().iter().map(|r| r.users.iter().cloned().collect()).collect()
+    t.github
+        .review_requests()
+        .iter()
+        .map(|r| r.users.iter().cloned().collect())
+        .collect()
 }
 
 #[tokio::test]
@@ -30,7 +38,10 @@ async fn codeowners_come_from_the_base_branch_and_the_comment_says_why() {
     let mut repo = GitRepo::new("owned");
     repo.commit(
         &[
-            (".github/CODEOWNERS", "# Models\napp/models/ @alice @acme/payments\n"),
+            (
+                ".github/CODEOWNERS",
+                "# Models\napp/models/ @alice @acme/payments\n",
+            ),
             (FILE, "class Order; end\n"),
         ],
         "Alice",
@@ -39,7 +50,12 @@ async fn codeowners_come_from_the_base_branch_and_the_comment_says_why() {
     );
     // The agent's branch claims everything for someone else; it must not count.
     repo.git(&["checkout", "--quiet", "-b", "longtx/agent"]);
-    repo.commit(&[(".github/CODEOWNERS", "* @mallory\n")], "Agent", "agent@example.com", 1);
+    repo.commit(
+        &[(".github/CODEOWNERS", "* @mallory\n")],
+        "Agent",
+        "agent@example.com",
+        1,
+    );
     repo.git(&["checkout", "--quiet", "main"]);
     let t = Tracking::start(&repo.bare(), |_| {}).await;
     t.github.set_pull_files(PR, &[(FILE, 8)]);
@@ -49,13 +65,23 @@ async fn codeowners_come_from_the_base_branch_and_the_comment_says_why() {
     let requests = t.github.review_requests();
     assert_eq!(requests.len(), 1, "{requests:?}");
     assert_eq!(requests[0].users, vec!["alice".to_owned()]);
-    assert_eq!(requests[0].teams, vec!["payments".to_owned()], "a team goes by its slug");
+    assert_eq!(
+        requests[0].teams,
+        vec!["payments".to_owned()],
+        "a team goes by its slug"
+    );
 
     let comments = t.github.comments_on(PR);
     assert_eq!(comments.len(), 1, "{comments:?}");
     let comment = &comments[0];
-    assert!(comment.contains("CODEOWNERS on the base branch"), "{comment}");
-    assert!(comment.contains("@alice") && comment.contains("@acme/payments"), "{comment}");
+    assert!(
+        comment.contains("CODEOWNERS on the base branch"),
+        "{comment}"
+    );
+    assert!(
+        comment.contains("@alice") && comment.contains("@acme/payments"),
+        "{comment}"
+    );
     assert!(comment.contains(".github/CODEOWNERS line 2"), "{comment}");
     assert!(!comment.contains("mallory"), "{comment}");
     let recorded = job.reviewers.unwrap();
@@ -66,7 +92,10 @@ async fn codeowners_come_from_the_base_branch_and_the_comment_says_why() {
 async fn history_decides_when_the_only_owner_is_the_author_and_outsiders_and_bots_are_skipped() {
     let mut repo = GitRepo::new("history");
     repo.commit(
-        &[(".github/CODEOWNERS", "app/models/ @alice\n"), (FILE, "v1\n")],
+        &[
+            (".github/CODEOWNERS", "app/models/ @alice\n"),
+            (FILE, "v1\n"),
+        ],
         "Alice",
         "alice@example.com",
         200,
@@ -74,18 +103,34 @@ async fn history_decides_when_the_only_owner_is_the_author_and_outsiders_and_bot
     // Bob's address names his login; Dave's comes from the configuration;
     // Carol's only GitHub's commit API knows, and she is not a collaborator.
     for (i, days) in [5, 20, 40].iter().enumerate() {
-        repo.commit(&[(FILE, &format!("bob {i}\n"))], "Bob", "1234+bob@users.noreply.github.com", *days);
+        repo.commit(
+            &[(FILE, &format!("bob {i}\n"))],
+            "Bob",
+            "1234+bob@users.noreply.github.com",
+            *days,
+        );
     }
     let mut carol_commits = Vec::new();
     for (i, days) in [3, 8, 9, 10].iter().enumerate() {
-        carol_commits.push(repo.commit(&[(FILE, &format!("carol {i}\n"))], "Carol", "carol@example.com", *days));
+        carol_commits.push(repo.commit(
+            &[(FILE, &format!("carol {i}\n"))],
+            "Carol",
+            "carol@example.com",
+            *days,
+        ));
     }
     repo.commit(&[(FILE, "dave\n")], "Dave", "Dave@Example.com", 60);
     for i in 0..6 {
-        repo.commit(&[(FILE, &format!("bump {i}\n"))], "renovate[bot]", "bot@renovateapp.com", 2);
+        repo.commit(
+            &[(FILE, &format!("bump {i}\n"))],
+            "renovate[bot]",
+            "bot@renovateapp.com",
+            2,
+        );
     }
     let t = Tracking::start(&repo.bare(), |s| {
-        s.author_logins.insert("dave@example.com".into(), "dave".into());
+        s.author_logins
+            .insert("dave@example.com".into(), "dave".into());
     })
     .await;
     t.github.set_pull_files(PR, &[(FILE, 3)]);
@@ -93,19 +138,38 @@ async fn history_decides_when_the_only_owner_is_the_author_and_outsiders_and_bot
         t.github.set_commit_login(sha, "carol");
     }
     t.github.set_non_collaborators(&["carol"]);
-    t.github.set_teams(&[("payments", &["bob"]), ("platform", &["erin"])]);
+    t.github
+        .set_teams(&[("payments", &["bob"]), ("platform", &["erin"])]);
 
     let job = open_pr(&t, "OrderSyncWorker", PR, "alice").await;
-    assert_eq!(requested_users(&t), vec![BTreeSet::from(["bob".to_owned(), "dave".to_owned()])]);
+    assert_eq!(
+        requested_users(&t),
+        vec![BTreeSet::from(["bob".to_owned(), "dave".to_owned()])]
+    );
     let recorded = job.reviewers.unwrap();
     assert_eq!(recorded["source"], "history", "{recorded}");
     let skipped = recorded["skipped"].to_string();
-    assert!(skipped.contains("@alice") && skipped.contains("author"), "{skipped}");
-    assert!(skipped.contains("@carol") && skipped.contains("not a collaborator"), "{skipped}");
-    assert!(!recorded.to_string().contains("renovate"), "bots never count: {recorded}");
+    assert!(
+        skipped.contains("@alice") && skipped.contains("author"),
+        "{skipped}"
+    );
+    assert!(
+        skipped.contains("@carol") && skipped.contains("not a collaborator"),
+        "{skipped}"
+    );
+    assert!(
+        !recorded.to_string().contains("renovate"),
+        "bots never count: {recorded}"
+    );
     let comment = &t.github.comments_on(PR)[0];
-    assert!(comment.contains("3 commits to app/models/order.rb in the last 365 days"), "{comment}");
-    assert!(comment.contains("now in @acme/payments"), "the team Bob is in now: {comment}");
+    assert!(
+        comment.contains("3 commits to app/models/order.rb in the last 365 days"),
+        "{comment}"
+    );
+    assert!(
+        comment.contains("now in @acme/payments"),
+        "the team Bob is in now: {comment}"
+    );
 }
 
 #[tokio::test]
@@ -122,11 +186,27 @@ async fn a_reviewer_github_refuses_is_dropped_and_the_rest_are_still_asked() {
     t.github.set_unrequestable(&["bob"]);
 
     let job = open_pr(&t, "admin/users#update", PR, "github-actions[bot]").await;
-    assert_eq!(requested_users(&t), vec![BTreeSet::from(["alice".to_owned()])]);
-    assert_eq!(t.github.refused_review_requests(), 2, "the pair, then bob alone");
+    assert_eq!(
+        requested_users(&t),
+        vec![BTreeSet::from(["alice".to_owned()])]
+    );
+    assert_eq!(
+        t.github.refused_review_requests(),
+        2,
+        "the pair, then bob alone"
+    );
     let comment = &t.github.comments_on(PR)[0];
-    assert!(comment.contains("@alice") && !comment.contains("@bob"), "{comment}");
-    assert_eq!(job.reviewers.unwrap()["requested"].as_array().unwrap().len(), 1);
+    assert!(
+        comment.contains("@alice") && !comment.contains("@bob"),
+        "{comment}"
+    );
+    assert_eq!(
+        job.reviewers.unwrap()["requested"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -153,7 +233,10 @@ async fn the_fallback_team_when_nobody_owns_the_file_or_committed_this_year() {
 async fn among_equal_owners_the_one_with_fewer_open_reviews_is_asked() {
     let mut repo = GitRepo::new("ties");
     repo.commit(
-        &[(".github/CODEOWNERS", "app/ @alice @bob @carol\n"), (FILE, "v1\n")],
+        &[
+            (".github/CODEOWNERS", "app/ @alice @bob @carol\n"),
+            (FILE, "v1\n"),
+        ],
         "Alice",
         "alice@example.com",
         10,
@@ -165,7 +248,10 @@ async fn among_equal_owners_the_one_with_fewer_open_reviews_is_asked() {
     open_pr(&t, "admin/users#update", 41, "github-actions[bot]").await;
     open_pr(&t, "OrderSyncWorker", 42, "github-actions[bot]").await;
     let users = requested_users(&t);
-    assert_eq!(users[0], BTreeSet::from(["alice".to_owned(), "bob".to_owned()]));
+    assert_eq!(
+        users[0],
+        BTreeSet::from(["alice".to_owned(), "bob".to_owned()])
+    );
     // Alice and Bob now review one longtx PR each; Carol none.
     assert!(users[1].contains("carol"), "{users:?}");
     assert_eq!(users[1].len(), 2);

@@ -25,7 +25,10 @@ impl Target {
     fn new() -> Target {
         let mut repo = GitRepo::new("wontfix");
         repo.commit(
-            &[("ignore-list.yaml", HAND_EDITED), ("app/models/order.rb", "class Order; end\n")],
+            &[
+                ("ignore-list.yaml", HAND_EDITED),
+                ("app/models/order.rb", "class Order; end\n"),
+            ],
             "Alice",
             "alice@example.com",
             30,
@@ -38,8 +41,18 @@ impl Target {
     fn agent_pushes(&mut self, job: i64) -> String {
         let branch = format!("longtx/{job}");
         self.repo.git(&["checkout", "--quiet", "-b", &branch]);
-        self.repo.commit(&[("app/models/order.rb", "class Order; def save; end; end\n")], "Agent", "agent@example.com", 1);
-        self.repo.commit(&[("app/jobs/mail_job.rb", "class MailJob; end\n")], "Agent", "agent@example.com", 1);
+        self.repo.commit(
+            &[("app/models/order.rb", "class Order; def save; end; end\n")],
+            "Agent",
+            "agent@example.com",
+            1,
+        );
+        self.repo.commit(
+            &[("app/jobs/mail_job.rb", "class MailJob; end\n")],
+            "Agent",
+            "agent@example.com",
+            1,
+        );
         self.repo.git(&["checkout", "--quiet", "main"]);
         self.remote = self.repo.bare();
         self.remote_git(&["rev-parse", &branch])
@@ -51,8 +64,17 @@ impl Target {
 }
 
 fn git_in(dir: &Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
@@ -61,7 +83,13 @@ async fn job_in_review(t: &Tracking, target: &mut Target, source: &str) -> (i64,
     t.github.set_pull_files(PR, &[("app/models/order.rb", 3)]);
     let job = t.job_with_agent_running(source).await;
     let head = target.agent_pushes(job);
-    let (_, answer) = t.deliver("pull_request", &format!("open-{job}"), &PrEventBuilder::opened(job, PR).head_sha(&head).to_json()).await;
+    let (_, answer) = t
+        .deliver(
+            "pull_request",
+            &format!("open-{job}"),
+            &PrEventBuilder::opened(job, PR).head_sha(&head).to_json(),
+        )
+        .await;
     assert_eq!(answer["outcome"], "moved", "{answer}");
     (job, head)
 }
@@ -74,12 +102,21 @@ async fn label(t: &Tracking, job: i64, by: &str, delivery: &str) -> serde_json::
 }
 
 async fn settled(t: &Tracking, job: i64) -> longtx_store::JobRow {
-    t.wait_for(job, |j| matches!(j.wontfix_state.as_deref(), Some("done" | "refused" | "failed"))).await
+    t.wait_for(job, |j| {
+        matches!(
+            j.wontfix_state.as_deref(),
+            Some("done" | "refused" | "failed")
+        )
+    })
+    .await
 }
 
 async fn alert_outcome(t: &Tracking, source: &str) -> String {
     let hook = AmWebhook::with(AmAlert::firing(source).table("orders").value(300.0));
-    let response = t.app.post_json("/webhooks/alertmanager", &hook.to_json()).await;
+    let response = t
+        .app
+        .post_json("/webhooks/alertmanager", &hook.to_json())
+        .await;
     let body: serde_json::Value = response.json().await.unwrap();
     body["results"][0]["outcome"].as_str().unwrap().to_owned()
 }
@@ -94,38 +131,86 @@ async fn the_label_replaces_the_fix_with_one_commit_that_lists_the_source() {
     let t = Tracking::start(&target.remote, |_| {}).await;
     let source = "admin/users#update";
     let (job, agent_head) = job_in_review(&t, &mut target, source).await;
-    t.github.add_comment(PR, "alice", "wontfix: the audit log must commit with the order");
+    t.github.add_comment(
+        PR,
+        "alice",
+        "wontfix: the audit log must commit with the order",
+    );
 
     let answer = label(&t, job, "alice", "label-1").await;
     assert_eq!(answer["outcome"], "wontfix_requested", "{answer}");
     let done = settled(&t, job).await;
-    assert_eq!(done.wontfix_state.as_deref(), Some("done"), "{:?}", done.wontfix_detail);
+    assert_eq!(
+        done.wontfix_state.as_deref(),
+        Some("done"),
+        "{:?}",
+        done.wontfix_detail
+    );
     assert_eq!(done.state, "wontfix");
 
     let branch = format!("longtx/{job}");
     let base = target.remote_git(&["rev-parse", "main"]);
-    assert_eq!(target.remote_git(&["rev-parse", &format!("{branch}^")]), base, "base + one commit");
-    assert_eq!(target.remote_git(&["diff", "--name-only", "main", &branch]), "ignore-list.yaml");
-    assert_eq!(target.remote_git(&["log", "-1", "--format=%an", &branch]), "longtx");
+    assert_eq!(
+        target.remote_git(&["rev-parse", &format!("{branch}^")]),
+        base,
+        "base + one commit"
+    );
+    assert_eq!(
+        target.remote_git(&["diff", "--name-only", "main", &branch]),
+        "ignore-list.yaml"
+    );
+    assert_eq!(
+        target.remote_git(&["log", "-1", "--format=%an", &branch]),
+        "longtx"
+    );
     let text = ignore_list_on(&target, &branch);
-    assert!(text.starts_with(HAND_EDITED), "existing entries and comments kept:\n{text}");
+    assert!(
+        text.starts_with(HAND_EDITED),
+        "existing entries and comments kept:\n{text}"
+    );
     let list = IgnoreList::parse(&text).unwrap();
     let entry = &list.entries()[1];
     assert_eq!(entry.query_source, source);
-    assert_eq!(entry.reason.as_deref(), Some("the audit log must commit with the order"));
-    assert_eq!(entry.pr.as_deref(), Some("https://github.com/acme/monolith/pull/41"));
+    assert_eq!(
+        entry.reason.as_deref(),
+        Some("the audit log must commit with the order")
+    );
+    assert_eq!(
+        entry.pr.as_deref(),
+        Some("https://github.com/acme/monolith/pull/41")
+    );
     assert_eq!(entry.added_by.as_deref(), Some("alice"));
     assert!(entry.added_at.as_deref().unwrap().starts_with("20"));
 
     let (title, body) = t.github.pull(PR).expect("the PR was retitled");
-    assert_eq!(title, "Add admin/users#update to the long-transaction ignore list");
-    assert!(body.contains("the audit log must commit with the order") && body.contains("removes the entry"), "{body}");
+    assert_eq!(
+        title,
+        "Add admin/users#update to the long-transaction ignore list"
+    );
+    assert!(
+        body.contains("the audit log must commit with the order")
+            && body.contains("removes the entry"),
+        "{body}"
+    );
     assert!(body.contains(&format!("<!-- longtx-job: {job} -->")));
-    assert_eq!(t.github.cancelled_runs().len(), 1, "the agent run was cancelled");
+    assert_eq!(
+        t.github.cancelled_runs().len(),
+        1,
+        "the agent run was cancelled"
+    );
     let comments = t.github.comments_on(PR);
-    let done_comment = comments.iter().find(|c| c.contains("longtx dropped the fix commits")).expect("a comment");
-    assert!(done_comment.contains(&agent_head), "names what it replaced: {done_comment}");
-    assert!(done_comment.contains("Removing the label does not undo"), "{done_comment}");
+    let done_comment = comments
+        .iter()
+        .find(|c| c.contains("longtx dropped the fix commits"))
+        .expect("a comment");
+    assert!(
+        done_comment.contains(&agent_head),
+        "names what it replaced: {done_comment}"
+    );
+    assert!(
+        done_comment.contains("Removing the label does not undo"),
+        "{done_comment}"
+    );
 
     assert_eq!(alert_outcome(&t, source).await, "ignored");
 }
@@ -142,16 +227,30 @@ async fn a_labeler_without_write_access_changes_nothing() {
     let refused = settled(&t, job).await;
     assert_eq!(refused.wontfix_state.as_deref(), Some("refused"));
     assert_eq!(refused.state, "in_review");
-    assert_eq!(target.remote_git(&["rev-parse", &format!("longtx/{job}")]), agent_head);
+    assert_eq!(
+        target.remote_git(&["rev-parse", &format!("longtx/{job}")]),
+        agent_head
+    );
     assert!(t.github.pull(PR).is_none(), "the PR was not edited");
     assert!(t.github.cancelled_runs().is_empty());
     let comments = t.github.comments_on(PR);
-    assert!(comments.iter().any(|c| c.contains("@mallory") && c.contains("needs write access")), "{comments:?}");
-    assert_eq!(alert_outcome(&t, source).await, "deduped", "the job still stands");
+    assert!(
+        comments
+            .iter()
+            .any(|c| c.contains("@mallory") && c.contains("needs write access")),
+        "{comments:?}"
+    );
+    assert_eq!(
+        alert_outcome(&t, source).await,
+        "deduped",
+        "the job still stands"
+    );
 
     // Someone allowed to decide can still do it.
     label(&t, job, "alice", "label-a").await;
-    let done = t.wait_for(job, |j| j.wontfix_state.as_deref() == Some("done")).await;
+    let done = t
+        .wait_for(job, |j| j.wontfix_state.as_deref() == Some("done"))
+        .await;
     assert_eq!(done.state, "wontfix");
 }
 
@@ -173,18 +272,29 @@ async fn a_redelivered_or_repeated_label_and_a_crash_after_the_push_give_one_com
     // A worker that died after pushing but before recording: the retry
     // finds its own commit.
     let mut conn = t.app.db.connect().await;
-    longtx_testkit::sqlx::query("UPDATE jobs SET wontfix_state = 'pending', wontfix_attempts = 1 WHERE id = $1")
-        .bind(job)
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    longtx_testkit::sqlx::query(
+        "UPDATE jobs SET wontfix_state = 'pending', wontfix_attempts = 1 WHERE id = $1",
+    )
+    .bind(job)
+    .execute(&mut conn)
+    .await
+    .unwrap();
     let redone = settled(&t, job).await;
     assert_eq!(redone.wontfix_state.as_deref(), Some("done"));
 
-    assert_eq!(target.remote_git(&["rev-parse", &branch]), first, "no second commit");
+    assert_eq!(
+        target.remote_git(&["rev-parse", &branch]),
+        first,
+        "no second commit"
+    );
     let text = ignore_list_on(&target, &branch);
     assert_eq!(text.matches(source).count(), 1, "one entry:\n{text}");
-    let done_comments = t.github.comments_on(PR).iter().filter(|c| c.contains("longtx dropped")).count();
+    let done_comments = t
+        .github
+        .comments_on(PR)
+        .iter()
+        .filter(|c| c.contains("longtx dropped"))
+        .count();
     assert_eq!(done_comments, 1);
 }
 
@@ -206,7 +316,11 @@ fn race_on_push(target: &Target, branch: &str, concurrent: &str, times: u32) {
 }
 
 fn races(target: &Target) -> u32 {
-    std::fs::read_to_string(target.remote.join("race-count")).unwrap().trim().parse().unwrap()
+    std::fs::read_to_string(target.remote.join("race-count"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
 }
 
 /// A commit someone else pushes to the fix branch, kept on a side branch
@@ -214,10 +328,20 @@ fn races(target: &Target) -> u32 {
 fn someone_elses_commit(target: &mut Target, job: i64) -> String {
     let branch = format!("longtx/{job}");
     target.repo.git(&["checkout", "--quiet", &branch]);
-    let sha = target.repo.commit(&[("app/models/order.rb", "class Order; def save!; end; end\n")], "Bob", "bob@example.com", 0);
+    let sha = target.repo.commit(
+        &[("app/models/order.rb", "class Order; def save!; end; end\n")],
+        "Bob",
+        "bob@example.com",
+        0,
+    );
     target.repo.git(&["checkout", "--quiet", "main"]);
     let remote = target.remote.to_str().unwrap().to_owned();
-    target.repo.git(&["push", "--quiet", &remote, &format!("{sha}:refs/heads/side")]);
+    target.repo.git(&[
+        "push",
+        "--quiet",
+        &remote,
+        &format!("{sha}:refs/heads/side"),
+    ]);
     sha
 }
 
@@ -233,10 +357,23 @@ async fn a_push_that_lands_first_is_never_overwritten_unseen() {
 
     label(&t, job, "alice", "label-1").await;
     let failed = settled(&t, job).await;
-    assert_eq!(failed.wontfix_state.as_deref(), Some("failed"), "{:?}", failed.wontfix_detail);
-    assert_eq!(target.remote_git(&["rev-parse", &branch]), concurrent, "the other push stands");
+    assert_eq!(
+        failed.wontfix_state.as_deref(),
+        Some("failed"),
+        "{:?}",
+        failed.wontfix_detail
+    );
+    assert_eq!(
+        target.remote_git(&["rev-parse", &branch]),
+        concurrent,
+        "the other push stands"
+    );
     assert_eq!(races(&target), 2, "two pushes were tried and both lost");
-    assert!(t.github.comments_on(PR).iter().any(|c| c.contains("could not apply")));
+    assert!(t
+        .github
+        .comments_on(PR)
+        .iter()
+        .any(|c| c.contains("could not apply")));
     assert_ne!(failed.state, "wontfix");
 }
 
@@ -252,10 +389,26 @@ async fn after_one_lost_race_the_retry_sees_the_new_head_and_names_it() {
 
     label(&t, job, "alice", "label-1").await;
     let done = settled(&t, job).await;
-    assert_eq!(done.wontfix_state.as_deref(), Some("done"), "{:?}", done.wontfix_detail);
-    assert_eq!(target.remote_git(&["rev-parse", &format!("{branch}^")]), target.remote_git(&["rev-parse", "main"]));
-    let comment = t.github.comments_on(PR).into_iter().find(|c| c.contains("longtx dropped")).unwrap();
-    assert!(comment.contains(&concurrent), "the replaced head is named: {comment}");
+    assert_eq!(
+        done.wontfix_state.as_deref(),
+        Some("done"),
+        "{:?}",
+        done.wontfix_detail
+    );
+    assert_eq!(
+        target.remote_git(&["rev-parse", &format!("{branch}^")]),
+        target.remote_git(&["rev-parse", "main"])
+    );
+    let comment = t
+        .github
+        .comments_on(PR)
+        .into_iter()
+        .find(|c| c.contains("longtx dropped"))
+        .unwrap();
+    assert!(
+        comment.contains(&concurrent),
+        "the replaced head is named: {comment}"
+    );
     assert_eq!(races(&target), 1);
 }
 
@@ -265,18 +418,33 @@ async fn a_hostile_query_source_round_trips_exactly_and_is_ignored_next_time() {
     let t = Tracking::start(&target.remote, |_| {}).await;
     let source = r#"Admin::Reports#export": x ; $(rm -rf ~) `id` && echo *? [a] {b} 'q' #c &anchor !!str | > %"#;
     let (job, _) = job_in_review(&t, &mut target, source).await;
-    t.github.add_comment(PR, "alice", "/wontfix \"quoted\" reason: with # and ${HOME} and\nline two");
+    t.github.add_comment(
+        PR,
+        "alice",
+        "/wontfix \"quoted\" reason: with # and ${HOME} and\nline two",
+    );
 
     label(&t, job, "alice", "label-1").await;
     let done = settled(&t, job).await;
-    assert_eq!(done.wontfix_state.as_deref(), Some("done"), "{:?}", done.wontfix_detail);
+    assert_eq!(
+        done.wontfix_state.as_deref(),
+        Some("done"),
+        "{:?}",
+        done.wontfix_detail
+    );
     let text = ignore_list_on(&target, &format!("longtx/{job}"));
     let list = IgnoreList::parse(&text).unwrap();
     assert_eq!(list.entries().len(), 2, "{text}");
     assert_eq!(list.entries()[1].query_source, source, "{text}");
-    assert_eq!(list.entries()[1].reason.as_deref(), Some("\"quoted\" reason: with # and ${HOME} and\nline two"));
+    assert_eq!(
+        list.entries()[1].reason.as_deref(),
+        Some("\"quoted\" reason: with # and ${HOME} and\nline two")
+    );
     let other = longtx_core::QuerySource::parse("Admin::Reports#exportX").unwrap();
-    assert!(list.matching(&other).is_none(), "its `*` and `?` are not wildcards");
+    assert!(
+        list.matching(&other).is_none(),
+        "its `*` and `?` are not wildcards"
+    );
 
     assert_eq!(alert_outcome(&t, source).await, "ignored");
 }
@@ -284,7 +452,12 @@ async fn a_hostile_query_source_round_trips_exactly_and_is_ignored_next_time() {
 #[tokio::test]
 async fn the_merged_list_is_reread_and_an_entry_removed_later_stops_ignoring() {
     let mut target = Target::new();
-    let t = Tracking::start_with(&target.remote, |_| {}, |w| w.base_reload = std::time::Duration::from_millis(200)).await;
+    let t = Tracking::start_with(
+        &target.remote,
+        |_| {},
+        |w| w.base_reload = std::time::Duration::from_millis(200),
+    )
+    .await;
     let source = "admin/exports#create";
     let (job, _) = job_in_review(&t, &mut target, source).await;
     label(&t, job, "alice", "label-1").await;
@@ -292,16 +465,35 @@ async fn the_merged_list_is_reread_and_an_entry_removed_later_stops_ignoring() {
 
     // The PR merges: the base branch now holds the entry.
     let branch = format!("longtx/{job}");
-    target.remote_git(&["update-ref", "refs/heads/main", &format!("refs/heads/{branch}")]);
-    let (_, answer) = t.deliver("pull_request", "merge-1", &PrEventBuilder::opened(job, PR).closed(true).to_json()).await;
+    target.remote_git(&[
+        "update-ref",
+        "refs/heads/main",
+        &format!("refs/heads/{branch}"),
+    ]);
+    let (_, answer) = t
+        .deliver(
+            "pull_request",
+            "merge-1",
+            &PrEventBuilder::opened(job, PR).closed(true).to_json(),
+        )
+        .await;
     assert_eq!(answer["outcome"], "wontfix_merged", "{answer}");
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert_eq!(alert_outcome(&t, source).await, "ignored");
 
     // Later someone removes the entry by PR.
-    target.repo.git(&["fetch", "--quiet", target.remote.to_str().unwrap(), "main"]);
-    target.repo.git(&["reset", "--quiet", "--hard", "FETCH_HEAD"]);
-    target.repo.commit(&[("ignore-list.yaml", HAND_EDITED)], "Carol", "carol@example.com", 0);
+    target
+        .repo
+        .git(&["fetch", "--quiet", target.remote.to_str().unwrap(), "main"]);
+    target
+        .repo
+        .git(&["reset", "--quiet", "--hard", "FETCH_HEAD"]);
+    target.repo.commit(
+        &[("ignore-list.yaml", HAND_EDITED)],
+        "Carol",
+        "carol@example.com",
+        0,
+    );
     let remote = target.remote.to_str().unwrap().to_owned();
     target.repo.git(&["push", "--quiet", &remote, "main"]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -310,5 +502,8 @@ async fn the_merged_list_is_reread_and_an_entry_removed_later_stops_ignoring() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         outcome = alert_outcome(&t, source).await;
     }
-    assert_ne!(outcome, "ignored", "the source is proposed again (after its cooldown)");
+    assert_ne!(
+        outcome, "ignored",
+        "the source is proposed again (after its cooldown)"
+    );
 }

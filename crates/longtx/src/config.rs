@@ -20,6 +20,7 @@ struct FileConfig {
     listen: Option<String>,
     data_dir: Option<PathBuf>,
     webhook_token: Option<String>,
+    dashboard_token: Option<String>,
     threshold_seconds: Option<f64>,
     table_thresholds: Option<BTreeMap<String, f64>>,
     exclude: Option<Vec<String>>,
@@ -62,6 +63,8 @@ pub struct Config {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
     pub webhook_token: Option<String>,
+    /// Opens the dashboard pages (not the API or webhooks).
+    pub dashboard_token: Option<String>,
     pub threshold_seconds: f64,
     pub table_thresholds: BTreeMap<String, f64>,
     pub exclude: Vec<String>,
@@ -108,6 +111,7 @@ impl fmt::Debug for Config {
             .field("listen", &self.listen)
             .field("data_dir", &self.data_dir)
             .field("webhook_token", &set(&self.webhook_token))
+            .field("dashboard_token", &set(&self.dashboard_token))
             .field("threshold_seconds", &self.threshold_seconds)
             .field("table_thresholds", &self.table_thresholds)
             .field("exclude", &self.exclude)
@@ -319,6 +323,9 @@ impl Config {
                 .unwrap_or_else(|| ".longtx".into()),
             webhook_token: var("LONGTX_WEBHOOK_TOKEN")
                 .or(file.webhook_token)
+                .filter(|v| !v.is_empty()),
+            dashboard_token: var("LONGTX_DASHBOARD_TOKEN")
+                .or(file.dashboard_token)
                 .filter(|v| !v.is_empty()),
             threshold_seconds,
             table_thresholds,
@@ -629,6 +636,7 @@ mod tests {
         let c = load(
             &[
                 ("LONGTX_WEBHOOK_TOKEN", "hunter2"),
+                ("LONGTX_DASHBOARD_TOKEN", "peekaboo"),
                 ("DATABASE_URL", "postgres://u:pw@h/db"),
             ],
             None,
@@ -636,7 +644,7 @@ mod tests {
         .unwrap();
         let shown = format!("{c:?}");
         assert!(
-            !shown.contains("hunter2") && !shown.contains("pw@"),
+            !shown.contains("hunter2") && !shown.contains("peekaboo") && !shown.contains("pw@"),
             "{shown}"
         );
         let err = load(&[("GITHUB_TOKEN", "ghp_x")], None)

@@ -152,7 +152,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ignore { command } => {
             let default = config.ignore_list.clone();
             return match command {
-                IgnoreCommand::Add { query_source, reason, pr, by, file } => offline::ignore::add(
+                IgnoreCommand::Add {
+                    query_source,
+                    reason,
+                    pr,
+                    by,
+                    file,
+                } => offline::ignore::add(
                     &file.unwrap_or(default),
                     offline::ignore::AddArgs {
                         source: &query_source,
@@ -191,7 +197,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     match cli.command {
         Command::Serve => runtime.block_on(serve::serve(config)),
-        Command::Patterns { .. } | Command::Prompt { .. } | Command::Reviewers { .. } | Command::Ignore { .. } => {
+        Command::Patterns { .. }
+        | Command::Prompt { .. }
+        | Command::Reviewers { .. }
+        | Command::Ignore { .. } => {
             unreachable!("handled above")
         }
         Command::Migrate => runtime.block_on(async {

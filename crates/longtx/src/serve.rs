@@ -41,7 +41,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         WebhookAuth::new(config.webhook_token.clone()),
         ignore_list,
     )
-    .with_prompts(prompts);
+    .with_prompts(prompts)
+    .with_dashboard_token(config.dashboard_token.clone());
     let state = match start_dispatcher(&config, &db.store, state).await {
         Ok(state) => state,
         Err(err) => {
@@ -53,12 +54,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         db.store.clone(),
         config.alert_retention,
     ));
+    let roll_up = tokio::spawn(roll_up_alerts(db.store.clone()));
 
     tracing::info!(listen = %config.listen, auth = config.webhook_token.is_some(), "longtx is serving");
     let served = axum::serve(listener, longtx_http::router(state))
         .with_graceful_shutdown(shutdown_signal())
         .await;
     retention.abort();
+    roll_up.abort();
     tracing::info!("in-flight requests finished; shutting down");
     db.shutdown().await;
     served.context("serving HTTP")
@@ -114,7 +117,8 @@ async fn start_dispatcher(
     };
     let mut state = state.with_dispatch(info);
     if let (Some(secret), Some(repo)) = (&config.reviews.webhook_secret, &gh.repo) {
-        let webhook = longtx_http::GitHubWebhook::new(secret, repo).with_wontfix_label(&config.reviews.wontfix_label);
+        let webhook = longtx_http::GitHubWebhook::new(secret, repo)
+            .with_wontfix_label(&config.reviews.wontfix_label);
         state = state.with_github_webhook(webhook);
     } else {
         tracing::info!("LONGTX_GITHUB_WEBHOOK_SECRET or LONGTX_GITHUB_REPO unset: /webhooks/github answers 503");
@@ -163,6 +167,26 @@ async fn purge_old_alert_events(store: longtx_store::Store, retention: Duration)
             Ok(0) => {}
             Ok(n) => tracing::info!(deleted = n, "old alert events purged"),
             Err(err) => tracing::warn!(error = %err, "purging old alert events failed"),
+        }
+    }
+}
+
+/// Adds new alert events to the dashboard's daily figures every few
+/// seconds, in batches of short transactions.
+async fn roll_up_alerts(store: longtx_store::Store) {
+    const BATCH: i64 = 5_000;
+    let mut tick = tokio::time::interval(Duration::from_secs(10));
+    loop {
+        tick.tick().await;
+        loop {
+            match store.roll_up_alerts(BATCH).await {
+                Ok(n) if n as i64 == BATCH => continue,
+                Ok(_) => break,
+                Err(err) => {
+                    tracing::warn!(error = %err, "rolling up alert events failed");
+                    break;
+                }
+            }
         }
     }
 }

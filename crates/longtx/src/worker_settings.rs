@@ -38,7 +38,10 @@ pub fn reviews(
 
 /// The wontfix worker commits in its own mirror, so its fetches and pushes
 /// never race the reviewer worker's.
-pub fn wontfix(config: &Config, repo: &longtx_github::RepoName) -> anyhow::Result<longtx_pipeline::WontfixSettings> {
+pub fn wontfix(
+    config: &Config,
+    repo: &longtx_github::RepoName,
+) -> anyhow::Result<longtx_pipeline::WontfixSettings> {
     let url = config
         .reviews
         .git_url
@@ -70,7 +73,11 @@ pub fn wontfix(config: &Config, repo: &longtx_github::RepoName) -> anyhow::Resul
 fn ignore_list_path_in_repo(path: &std::path::Path) -> anyhow::Result<String> {
     let text = path.to_str().context("LONGTX_IGNORE_LIST is not UTF-8")?;
     let relative = text.trim_start_matches("./");
-    if path.is_absolute() || relative.split('/').any(|part| part == ".." || part.is_empty()) {
+    if path.is_absolute()
+        || relative
+            .split('/')
+            .any(|part| part == ".." || part.is_empty())
+    {
         anyhow::bail!(
             "LONGTX_IGNORE_LIST is {text:?}; with GitHub configured it is also the path in the target repository, \
              so it must be relative, like `ignore-list.yaml` or `config/ignore-list.yaml`"

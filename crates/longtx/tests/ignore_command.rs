@@ -11,12 +11,17 @@ fn longtx(args: &[&str]) -> (bool, String) {
         .current_dir(std::env::temp_dir())
         .output()
         .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     (output.status.success(), text)
 }
 
 fn file(name: &str, text: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("longtx-ignore-{}-{name}.yaml", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("longtx-ignore-{}-{name}.yaml", std::process::id()));
     std::fs::write(&path, text).unwrap();
     path
 }
@@ -27,31 +32,72 @@ fn s(path: &Path) -> &str {
 
 #[test]
 fn add_appends_quoted_and_check_answers_like_intake() {
-    let list = file("add", "# kept\n- query_source: 'Legacy::*'\n  reason: old\n");
+    let list = file(
+        "add",
+        "# kept\n- query_source: 'Legacy::*'\n  reason: old\n",
+    );
     let source = "admin/users#update\" $(id) #x";
-    let (ok, out) = longtx(&["ignore", "add", source, "--reason", "needs: the lock", "--by", "alice", "--file", s(&list)]);
+    let (ok, out) = longtx(&[
+        "ignore",
+        "add",
+        source,
+        "--reason",
+        "needs: the lock",
+        "--by",
+        "alice",
+        "--file",
+        s(&list),
+    ]);
     assert!(ok, "{out}");
     let text = std::fs::read_to_string(&list).unwrap();
-    assert!(text.starts_with("# kept\n- query_source: 'Legacy::*'\n"), "{text}");
+    assert!(
+        text.starts_with("# kept\n- query_source: 'Legacy::*'\n"),
+        "{text}"
+    );
     let (ok, out) = longtx(&["ignore", "check", source, "--file", s(&list)]);
     assert!(ok && out.contains("ignored, exactly"), "{out}");
-    let (ok, out) = longtx(&["ignore", "check", "Legacy::ImportWorker", "--file", s(&list)]);
+    let (ok, out) = longtx(&[
+        "ignore",
+        "check",
+        "Legacy::ImportWorker",
+        "--file",
+        s(&list),
+    ]);
     assert!(ok && out.contains("by the glob `Legacy::*`"), "{out}");
     let (ok, out) = longtx(&["ignore", "check", "admin/users#index", "--file", s(&list)]);
     assert!(!ok && out.contains("not in"), "{out}");
-    let (ok, out) = longtx(&["ignore", "add", source, "--reason", "again", "--file", s(&list)]);
+    let (ok, out) = longtx(&[
+        "ignore",
+        "add",
+        source,
+        "--reason",
+        "again",
+        "--file",
+        s(&list),
+    ]);
     assert!(ok && out.contains("already listed"), "{out}");
     assert_eq!(std::fs::read_to_string(&list).unwrap(), text, "unchanged");
 }
 
 #[test]
 fn lint_flags_broken_files_duplicates_and_missing_reasons() {
-    let (ok, out) = longtx(&["ignore", "lint", s(&file("broken", "- query_source: [unclosed\n"))]);
+    let (ok, out) = longtx(&[
+        "ignore",
+        "lint",
+        s(&file("broken", "- query_source: [unclosed\n")),
+    ]);
     assert!(!ok && out.contains("not a valid ignore list"), "{out}");
-    let dupes = file("dupes", "- query_source: a#b\n  reason: r\n- query_source: a#b\n");
+    let dupes = file(
+        "dupes",
+        "- query_source: a#b\n  reason: r\n- query_source: a#b\n",
+    );
     let (ok, out) = longtx(&["ignore", "lint", s(&dupes)]);
     assert!(!ok, "{out}");
-    assert!(out.contains("entry 2: `a#b` is listed twice") && out.contains("entry 2: `a#b` has no reason"), "{out}");
+    assert!(
+        out.contains("entry 2: `a#b` is listed twice")
+            && out.contains("entry 2: `a#b` has no reason"),
+        "{out}"
+    );
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ignore-list.yaml");
     let (ok, out) = longtx(&["ignore", "lint", s(&shipped)]);
     assert!(ok, "{out}");

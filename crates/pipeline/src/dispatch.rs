@@ -264,7 +264,14 @@ impl<G: GitHub> Dispatcher<G> {
         longtx_metrics::inc(
             "longtx_dispatch_failures_total",
             "Dispatch attempts that failed, by whether they will be retried.",
-            &[("final", if err.is_retryable() && job.attempts < retry::MAX_ATTEMPTS as i32 { "false" } else { "true" })],
+            &[(
+                "final",
+                if err.is_retryable() && job.attempts < retry::MAX_ATTEMPTS as i32 {
+                    "false"
+                } else {
+                    "true"
+                },
+            )],
         );
         if err.is_retryable() && job.attempts < retry::MAX_ATTEMPTS as i32 {
             tracing::warn!(error = %err, "GitHub did not answer usefully; the claim expires and the job is tried again");

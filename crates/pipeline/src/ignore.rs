@@ -44,7 +44,11 @@ impl LiveIgnoreList {
     /// The list now; a snapshot, so a change mid-request does not alter
     /// the answer halfway through a batch.
     pub fn snapshot(&self) -> Arc<IgnoreList> {
-        self.inner.read().unwrap_or_else(|p| p.into_inner()).combined.clone()
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .combined
+            .clone()
     }
 
     /// Replaces the list read from the local file.
@@ -65,7 +69,9 @@ impl LiveIgnoreList {
     /// Adds one declined source at once, before the next refresh.
     pub fn add_declined(&self, entry: IgnoreEntry) {
         self.update(|parts| {
-            parts.declined.retain(|e| e.query_source != entry.query_source);
+            parts
+                .declined
+                .retain(|e| e.query_source != entry.query_source);
             parts.declined.push(entry);
         });
     }

@@ -9,10 +9,10 @@ mod reviewers;
 mod wontfix;
 
 pub use dispatch::{spawn_dispatcher, DispatchSettings};
+pub use ignore::LiveIgnoreList;
 pub use prompts::{facts_of, spawn_prompt_worker, PromptQueue};
 pub use reviewers::{
-    comment_marker, configured_login, history_reason, owner_candidates, spawn_reviewer, ReviewQueue,
-    ReviewSettings,
+    comment_marker, configured_login, history_reason, owner_candidates, spawn_reviewer,
+    ReviewQueue, ReviewSettings,
 };
-pub use ignore::LiveIgnoreList;
 pub use wontfix::{spawn_wontfix_worker, WontfixQueue, WontfixSettings};

@@ -64,7 +64,11 @@ impl ReviewQueue {
     }
 }
 
-pub fn spawn_reviewer<G: GitHub>(store: Store, settings: ReviewSettings, github: Arc<G>) -> ReviewQueue {
+pub fn spawn_reviewer<G: GitHub>(
+    store: Store,
+    settings: ReviewSettings,
+    github: Arc<G>,
+) -> ReviewQueue {
     let queue = ReviewQueue::default();
     let worker = Worker {
         store,
@@ -123,16 +127,24 @@ impl<G: GitHub> Worker<G> {
 
     async fn handle(&self, claim: ReviewClaim) {
         match self.review(&claim).await {
-            Ok(choice) => tracing::info!(source = ?choice.source, reviewers = choice.reviewers.len(), "reviewers chosen"),
+            Ok(choice) => {
+                tracing::info!(source = ?choice.source, reviewers = choice.reviewers.len(), "reviewers chosen")
+            }
             Err(e) if claim.attempts >= MAX_ATTEMPTS => {
                 tracing::error!(error = %e, attempts = claim.attempts, "giving up on reviewers");
                 let detail = serde_json::json!({"error": e.to_string()});
-                if let Err(e) = self.store.record_reviewers(claim.job_id, &[], &detail).await {
+                if let Err(e) = self
+                    .store
+                    .record_reviewers(claim.job_id, &[], &detail)
+                    .await
+                {
                     tracing::warn!(error = %e, "could not record the give-up");
                 }
             }
             // The lease runs out and another claim retries.
-            Err(e) => tracing::warn!(error = %e, attempts = claim.attempts, "reviewer selection failed; will retry"),
+            Err(e) => {
+                tracing::warn!(error = %e, attempts = claim.attempts, "reviewer selection failed; will retry")
+            }
         }
     }
 
@@ -144,9 +156,12 @@ impl<G: GitHub> Worker<G> {
             .pull_files(repo, claim.pr_number)
             .await?
             .into_iter()
-            .map(|f| ChangedFile { path: f.filename, changes: f.changes })
+            .map(|f| ChangedFile {
+                path: f.filename,
+                changes: f.changes,
+            })
             .collect();
-        files.sort_by(|a, b| b.changes.cmp(&a.changes));
+        files.sort_by_key(|f| std::cmp::Reverse(f.changes));
         let token = self.github.git_token().await?;
         settings
             .mirror
@@ -184,7 +199,9 @@ impl<G: GitHub> Worker<G> {
             "requested": asked,
             "skipped": choice.skipped,
         });
-        self.store.record_reviewers(claim.job_id, &keys, &record).await?;
+        self.store
+            .record_reviewers(claim.job_id, &keys, &record)
+            .await?;
         Ok(choice)
     }
 
@@ -198,7 +215,10 @@ impl<G: GitHub> Worker<G> {
     ) -> Result<(Vec<(Owner, String)>, Vec<longtx_git::HistoryPerson>), ReviewError> {
         let path = self.settings.mirror.path.clone();
         let rev = format!("refs/heads/{}", claim.base_ref);
-        let options = HistoryOptions::new(self.settings.as_of.unwrap_or_else(Utc::now), self.settings.history_days);
+        let options = HistoryOptions::new(
+            self.settings.as_of.unwrap_or_else(Utc::now),
+            self.settings.history_days,
+        );
         let excluded = excluded.clone();
         let result = tokio::task::spawn_blocking(move || {
             let repo = longtx_git::open(&path)?;
@@ -230,7 +250,10 @@ impl<G: GitHub> Worker<G> {
         configured_login(email, &self.settings.author_logins)
     }
 
-    async fn history_candidates(&self, people: Vec<longtx_git::HistoryPerson>) -> Result<Vec<Candidate>, ReviewError> {
+    async fn history_candidates(
+        &self,
+        people: Vec<longtx_git::HistoryPerson>,
+    ) -> Result<Vec<Candidate>, ReviewError> {
         let mut candidates = Vec::new();
         for person in people {
             let Some(login) = self.login_of(&person.email, &person.sample_commit).await? else {
@@ -248,15 +271,25 @@ impl<G: GitHub> Worker<G> {
 
     /// `.mailmap` already applied; then noreply, the configured map, the
     /// cache, and last the commit API.
-    async fn login_of(&self, email: &str, sample_commit: &str) -> Result<Option<String>, ReviewError> {
+    async fn login_of(
+        &self,
+        email: &str,
+        sample_commit: &str,
+    ) -> Result<Option<String>, ReviewError> {
         if let Some(login) = self.configured_login(email) {
             return Ok(Some(login));
         }
         if let Some(cached) = self.logins.lock().unwrap().get(email) {
             return Ok(cached.clone());
         }
-        let login = self.github.commit_author_login(&self.settings.repo, sample_commit).await?;
-        self.logins.lock().unwrap().insert(email.to_owned(), login.clone());
+        let login = self
+            .github
+            .commit_author_login(&self.settings.repo, sample_commit)
+            .await?;
+        self.logins
+            .lock()
+            .unwrap()
+            .insert(email.to_owned(), login.clone());
         Ok(login)
     }
 
@@ -275,7 +308,9 @@ impl<G: GitHub> Worker<G> {
             }
         };
         for candidate in &mut choice.reviewers {
-            let Reviewer::User(login) = &candidate.reviewer else { continue };
+            let Reviewer::User(login) = &candidate.reviewer else {
+                continue;
+            };
             let mut current = Vec::new();
             for slug in teams.iter().take(MAX_TEAMS_LOOKED_AT) {
                 match self.github.is_team_member(org, slug, login).await {
@@ -288,7 +323,9 @@ impl<G: GitHub> Worker<G> {
                 }
             }
             if !current.is_empty() {
-                candidate.reason.push_str(&format!("; now in {}", current.join(", ")));
+                candidate
+                    .reason
+                    .push_str(&format!("; now in {}", current.join(", ")));
             }
         }
     }
@@ -306,7 +343,11 @@ impl<G: GitHub> Worker<G> {
             .take(MAX_COLLABORATOR_CHECKS)
             .collect();
         for login in users {
-            if !self.github.is_collaborator(&self.settings.repo, &login).await? {
+            if !self
+                .github
+                .is_collaborator(&self.settings.repo, &login)
+                .await?
+            {
                 facts.non_collaborators.insert(login.to_ascii_lowercase());
             }
         }
@@ -315,13 +356,19 @@ impl<G: GitHub> Worker<G> {
 
     /// Requests the chosen reviewers; a 422 for the group retries each one
     /// alone and drops those GitHub refuses. Returns who was asked.
-    async fn ask(&self, claim: &ReviewClaim, choice: &Choice) -> Result<Vec<Candidate>, ReviewError> {
+    async fn ask(
+        &self,
+        claim: &ReviewClaim,
+        choice: &Choice,
+    ) -> Result<Vec<Candidate>, ReviewError> {
         let org = &self.settings.repo.owner;
         let requestable: Vec<&Candidate> = choice
             .reviewers
             .iter()
             .filter(|c| match &c.reviewer {
-                Reviewer::Team(team) => team.split_once('/').is_some_and(|(o, _)| o.eq_ignore_ascii_case(org)),
+                Reviewer::Team(team) => team
+                    .split_once('/')
+                    .is_some_and(|(o, _)| o.eq_ignore_ascii_case(org)),
                 Reviewer::User(_) => true,
             })
             .collect();
@@ -329,12 +376,18 @@ impl<G: GitHub> Worker<G> {
         if !requestable.is_empty() {
             match self.request(claim.pr_number, &requestable).await {
                 Ok(()) => asked = requestable.into_iter().cloned().collect(),
-                Err(GitHubError::Refused { status: 422, message }) => {
+                Err(GitHubError::Refused {
+                    status: 422,
+                    message,
+                }) => {
                     tracing::warn!(%message, "GitHub refused the group of reviewers; asking one by one");
                     for candidate in requestable {
                         match self.request(claim.pr_number, &[candidate]).await {
                             Ok(()) => asked.push(candidate.clone()),
-                            Err(GitHubError::Refused { status: 422, message }) => {
+                            Err(GitHubError::Refused {
+                                status: 422,
+                                message,
+                            }) => {
                                 tracing::warn!(reviewer = %candidate.reviewer, %message, "reviewer dropped")
                             }
                             Err(e) => return Err(e.into()),
@@ -353,30 +406,62 @@ impl<G: GitHub> Worker<G> {
         for candidate in who {
             match &candidate.reviewer {
                 Reviewer::User(login) => users.push(login.clone()),
-                Reviewer::Team(team) => teams.push(team.split_once('/').map_or(team.clone(), |(_, s)| s.to_owned())),
+                Reviewer::Team(team) => teams.push(
+                    team.split_once('/')
+                        .map_or(team.clone(), |(_, s)| s.to_owned()),
+                ),
             }
         }
-        let result = self.github.request_reviewers(&self.settings.repo, number, &users, &teams).await;
+        let result = self
+            .github
+            .request_reviewers(&self.settings.repo, number, &users, &teams)
+            .await;
         if result.is_ok() {
             let help = "Reviewers requested on fix PRs, by kind.";
-            longtx_metrics::add("longtx_reviewer_requests_total", help, &[("kind", "user")], users.len() as f64);
-            longtx_metrics::add("longtx_reviewer_requests_total", help, &[("kind", "team")], teams.len() as f64);
+            longtx_metrics::add(
+                "longtx_reviewer_requests_total",
+                help,
+                &[("kind", "user")],
+                users.len() as f64,
+            );
+            longtx_metrics::add(
+                "longtx_reviewer_requests_total",
+                help,
+                &[("kind", "team")],
+                teams.len() as f64,
+            );
         }
         result
     }
 
-    async fn comment(&self, claim: &ReviewClaim, source: Source, asked: &[Candidate]) -> Result<(), ReviewError> {
+    async fn comment(
+        &self,
+        claim: &ReviewClaim,
+        source: Source,
+        asked: &[Candidate],
+    ) -> Result<(), ReviewError> {
         let marker = comment_marker(claim.job_id);
         let body = comment_body(source, asked, &marker);
         let github = self.github.as_ref();
-        crate::comments::comment_once(github, &self.settings.repo, claim.pr_number, claim.attempts, &marker, &body).await?;
+        crate::comments::comment_once(
+            github,
+            &self.settings.repo,
+            claim.pr_number,
+            claim.attempts,
+            &marker,
+            &body,
+        )
+        .await?;
         Ok(())
     }
 }
 
 /// CODEOWNERS entries as candidates; an email owner counts only when a
 /// login is known for it without asking GitHub.
-pub fn owner_candidates(owners: Vec<(Owner, String)>, logins: &HashMap<String, String>) -> Vec<Candidate> {
+pub fn owner_candidates(
+    owners: Vec<(Owner, String)>,
+    logins: &HashMap<String, String>,
+) -> Vec<Candidate> {
     owners
         .into_iter()
         .filter_map(|(owner, reason)| {
@@ -385,7 +470,11 @@ pub fn owner_candidates(owners: Vec<(Owner, String)>, logins: &HashMap<String, S
                 Owner::Team(team) => Reviewer::Team(team),
                 Owner::Email(email) => Reviewer::User(configured_login(&email, logins)?),
             };
-            Some(Candidate { reviewer, reason, score: 0.0 })
+            Some(Candidate {
+                reviewer,
+                reason,
+                score: 0.0,
+            })
         })
         .collect()
 }

@@ -65,7 +65,13 @@ pub fn spawn_wontfix_worker<G: GitHub>(
     live: LiveIgnoreList,
 ) -> WontfixQueue {
     let queue = WontfixQueue::default();
-    let worker = Worker { store, settings, github, live, queue: queue.clone() };
+    let worker = Worker {
+        store,
+        settings,
+        github,
+        live,
+        queue: queue.clone(),
+    };
     tokio::spawn(async move { worker.run().await });
     queue
 }
@@ -112,7 +118,9 @@ impl<G: GitHub> Worker<G> {
                 }
             }
             let requested = self.queue.reload.lock().unwrap().take();
-            let periodic = default_branch.clone().filter(|_| Instant::now() >= next_base_read);
+            let periodic = default_branch
+                .clone()
+                .filter(|_| Instant::now() >= next_base_read);
             if let Some(branch) = requested.or(periodic) {
                 if let Err(e) = self.reload_base(&branch).await {
                     tracing::warn!(error = %e, %branch, "could not read the ignore list from the base branch");
@@ -137,7 +145,9 @@ impl<G: GitHub> Worker<G> {
 
     async fn refresh_declined(&self) {
         match self.store.ignored_sources().await {
-            Ok(rows) => self.live.set_declined(rows.into_iter().map(|r| r.entry).collect()),
+            Ok(rows) => self
+                .live
+                .set_declined(rows.into_iter().map(|r| r.entry).collect()),
             Err(e) => tracing::warn!(error = %e, "could not read the declined sources"),
         }
     }
@@ -146,9 +156,15 @@ impl<G: GitHub> Worker<G> {
     /// entry is gone from it were undone by someone, and are forgotten.
     async fn reload_base(&self, branch: &str) -> Result<(), WontfixError> {
         let token = self.github.git_token().await?;
-        self.settings.mirror.fetch(branch, token.as_deref(), self.settings.git_timeout).await?;
+        self.settings
+            .mirror
+            .fetch(branch, token.as_deref(), self.settings.git_timeout)
+            .await?;
         let path = self.settings.mirror.path.clone();
-        let (rev, file) = (format!("refs/heads/{branch}"), self.settings.ignore_list_path.clone());
+        let (rev, file) = (
+            format!("refs/heads/{branch}"),
+            self.settings.ignore_list_path.clone(),
+        );
         let text = tokio::task::spawn_blocking(move || {
             let repo = longtx_git::open(&path)?;
             let commit = longtx_git::commit_at(&repo, &rev)?;
@@ -156,8 +172,12 @@ impl<G: GitHub> Worker<G> {
         })
         .await
         .map_err(|e| WontfixError::Invalid(format!("the git task failed: {e}")))??;
-        let list = IgnoreList::parse(text.as_deref().unwrap_or(""))
-            .map_err(|e| WontfixError::Invalid(format!("{} on {branch}: {e}", self.settings.ignore_list_path)))?;
+        let list = IgnoreList::parse(text.as_deref().unwrap_or("")).map_err(|e| {
+            WontfixError::Invalid(format!(
+                "{} on {branch}: {e}",
+                self.settings.ignore_list_path
+            ))
+        })?;
         let undone: Vec<String> = self
             .store
             .ignored_sources()
@@ -165,13 +185,17 @@ impl<G: GitHub> Worker<G> {
             .into_iter()
             .filter(|row| row.merged)
             .filter(|row| {
-                QuerySource::parse(&row.entry.query_source).map_or(true, |source| list.matching(&source).is_none())
+                QuerySource::parse(&row.entry.query_source)
+                    .map_or(true, |source| list.matching(&source).is_none())
             })
             .map(|row| row.entry.query_source)
             .collect();
         if !undone.is_empty() {
             let forgotten = self.store.forget_ignored(&undone).await?;
-            tracing::info!(forgotten, "declined sources removed from the base branch's list are proposed again");
+            tracing::info!(
+                forgotten,
+                "declined sources removed from the base branch's list are proposed again"
+            );
         }
         tracing::info!(%branch, entries = list.entries().len(), "ignore list read from the base branch");
         self.live.set_base_branch(list);
@@ -185,12 +209,18 @@ impl<G: GitHub> Worker<G> {
             Err(e) if claim.attempts >= MAX_ATTEMPTS => {
                 tracing::error!(error = %e, attempts = claim.attempts, "giving up on the wontfix label");
                 let detail = e.to_string();
-                if let Err(e) = self.store.finish_wontfix(claim.job_id, WontfixOutcome::Failed(&detail)).await {
+                if let Err(e) = self
+                    .store
+                    .finish_wontfix(claim.job_id, WontfixOutcome::Failed(&detail))
+                    .await
+                {
                     tracing::warn!(error = %e, "could not record the give-up");
                 }
             }
             // The lease runs out and a later claim retries.
-            Err(e) => tracing::warn!(error = %e, attempts = claim.attempts, "applying the wontfix label failed; will retry"),
+            Err(e) => {
+                tracing::warn!(error = %e, attempts = claim.attempts, "applying the wontfix label failed; will retry")
+            }
         }
     }
 
@@ -199,13 +229,19 @@ impl<G: GitHub> Worker<G> {
         let permission = self.github.permission(repo, &claim.labeler).await?;
         if !rules::may_decide(&permission) {
             let marker = refused_marker(claim.job_id, &claim.labeler);
-            let body = format!("{}\n\n{marker}", rules::refused_comment(&claim.labeler, &self.settings.label));
+            let body = format!(
+                "{}\n\n{marker}",
+                rules::refused_comment(&claim.labeler, &self.settings.label)
+            );
             self.comment_once(claim, &marker, &body).await?;
             let detail = format!("@{} has {permission} permission", claim.labeler);
-            self.store.finish_wontfix(claim.job_id, WontfixOutcome::Refused(&detail)).await?;
+            self.store
+                .finish_wontfix(claim.job_id, WontfixOutcome::Refused(&detail))
+                .await?;
             return Ok("refused");
         }
-        let source = QuerySource::parse(&claim.query_source).map_err(|e| WontfixError::Invalid(e.to_string()))?;
+        let source = QuerySource::parse(&claim.query_source)
+            .map_err(|e| WontfixError::Invalid(e.to_string()))?;
         let comments = self.github.comments(repo, claim.pr_number).await?;
         let people: Vec<&str> = comments
             .iter()
@@ -225,21 +261,43 @@ impl<G: GitHub> Worker<G> {
         }
         let Some((commit, replaced)) = self.replace_branch(claim, &entry).await? else {
             let marker = format!("<!-- longtx-wontfix-lost: {} -->", claim.job_id);
-            let body = format!("{}\n\n{marker}", rules::lost_race_comment(&self.settings.label));
+            let body = format!(
+                "{}\n\n{marker}",
+                rules::lost_race_comment(&self.settings.label)
+            );
             self.comment_once(claim, &marker, &body).await?;
             self.store
-                .finish_wontfix(claim.job_id, WontfixOutcome::Failed("the PR branch moved during both pushes"))
+                .finish_wontfix(
+                    claim.job_id,
+                    WontfixOutcome::Failed("the PR branch moved during both pushes"),
+                )
                 .await?;
             return Ok("lost the race twice");
         };
         let path = &self.settings.ignore_list_path;
         let body = rules::pr_body(claim.job_id, source.as_str(), &reason, path, &claim.labeler);
-        self.github.update_pull(repo, claim.pr_number, &rules::pr_title(source.as_str()), &body).await?;
+        self.github
+            .update_pull(
+                repo,
+                claim.pr_number,
+                &rules::pr_title(source.as_str()),
+                &body,
+            )
+            .await?;
         let short = &commit[..commit.len().min(12)];
         let done = rules::done_comment(source.as_str(), path, short, replaced.as_deref());
         let comment = format!("{done}\n\n{}", done_marker(claim.job_id));
-        self.comment_once(claim, &done_marker(claim.job_id), &comment).await?;
-        self.store.finish_wontfix(claim.job_id, WontfixOutcome::Done { entry: &entry, commit: &commit }).await?;
+        self.comment_once(claim, &done_marker(claim.job_id), &comment)
+            .await?;
+        self.store
+            .finish_wontfix(
+                claim.job_id,
+                WontfixOutcome::Done {
+                    entry: &entry,
+                    commit: &commit,
+                },
+            )
+            .await?;
         self.live.add_declined(entry);
         Ok("applied")
     }
@@ -258,26 +316,46 @@ impl<G: GitHub> Worker<G> {
         for round in 1..=2 {
             settings
                 .mirror
-                .fetch_all(&[&claim.base_ref, &branch], token.as_deref(), settings.git_timeout)
+                .fetch_all(
+                    &[&claim.base_ref, &branch],
+                    token.as_deref(),
+                    settings.git_timeout,
+                )
                 .await?;
             let prepared = self.prepare(claim, &branch, entry).await?;
             let (commit, expected) = match prepared {
                 Prepared::AlreadyDone { commit } => return Ok(Some((commit, None))),
-                Prepared::Push { commit, expected_head } => (commit, expected_head),
+                Prepared::Push {
+                    commit,
+                    expected_head,
+                } => (commit, expected_head),
             };
             match settings
                 .mirror
-                .push_with_lease(&commit, &branch, expected.as_deref(), token.as_deref(), settings.git_timeout)
+                .push_with_lease(
+                    &commit,
+                    &branch,
+                    expected.as_deref(),
+                    token.as_deref(),
+                    settings.git_timeout,
+                )
                 .await?
             {
                 Pushed::Done => return Ok(Some((commit, expected))),
-                Pushed::Stale(message) => tracing::warn!(round, %message, "the PR branch moved before the push"),
+                Pushed::Stale(message) => {
+                    tracing::warn!(round, %message, "the PR branch moved before the push")
+                }
             }
         }
         Ok(None)
     }
 
-    async fn prepare(&self, claim: &WontfixClaim, branch: &str, entry: &IgnoreEntry) -> Result<Prepared, WontfixError> {
+    async fn prepare(
+        &self,
+        claim: &WontfixClaim,
+        branch: &str,
+        entry: &IgnoreEntry,
+    ) -> Result<Prepared, WontfixError> {
         let path = self.settings.mirror.path.clone();
         let (base, branch, entry) = (claim.base_ref.clone(), branch.to_owned(), entry.clone());
         let (file, name, email) = (
@@ -307,9 +385,22 @@ impl<G: GitHub> Worker<G> {
         Ok(prepared)
     }
 
-    async fn comment_once(&self, claim: &WontfixClaim, marker: &str, body: &str) -> Result<(), WontfixError> {
+    async fn comment_once(
+        &self,
+        claim: &WontfixClaim,
+        marker: &str,
+        body: &str,
+    ) -> Result<(), WontfixError> {
         let github = self.github.as_ref();
-        crate::comments::comment_once(github, &self.settings.repo, claim.pr_number, claim.attempts, marker, body).await?;
+        crate::comments::comment_once(
+            github,
+            &self.settings.repo,
+            claim.pr_number,
+            claim.attempts,
+            marker,
+            body,
+        )
+        .await?;
         Ok(())
     }
 }

@@ -300,7 +300,9 @@ impl Store {
 }
 
 /// The pause switch and the counts the caps are checked against, in one query.
-async fn dispatch_counts(conn: &mut sqlx::PgConnection) -> Result<DispatchStatus, StoreError> {
+pub(crate) async fn dispatch_counts(
+    conn: &mut sqlx::PgConnection,
+) -> Result<DispatchStatus, StoreError> {
     let row = sqlx::query(
         "SELECT \
            COALESCE((SELECT enabled FROM service_flags WHERE name = 'dispatch_paused'), false) AS paused, \

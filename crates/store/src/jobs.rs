@@ -42,6 +42,7 @@ pub struct JobRow {
     pub wontfix_by: Option<String>,
     pub wontfix_detail: Option<String>,
     pub wontfix_commit: Option<String>,
+    pub pr_opened_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -67,30 +68,17 @@ pub struct JobFilter {
     pub limit: i64,
 }
 
-const JOB_COLUMNS: &str = "id, query_source, state, state_reason, tables, alert_count, \
+pub(crate) const JOB_COLUMNS: &str = "id, query_source, state, state_reason, tables, alert_count, \
     max_duration_seconds, alert_links, first_seen_at, last_seen_at, created_at, updated_at, ended_at, \
     prompt_revision, prompt_sha256, prompt_truncation, prompt_error, prompt_rendered_at, \
     dispatch_attempts, dispatched_at, run_id, run_url, \
     pr_number, pr_url, pr_head_sha, reviewers_state, reviewers, \
-    wontfix_state, wontfix_by, wontfix_detail, wontfix_commit";
+    wontfix_state, wontfix_by, wontfix_detail, wontfix_commit, pr_opened_at";
 
 impl Store {
     pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>, StoreError> {
-        let sql = format!(
-            "SELECT {JOB_COLUMNS} FROM jobs \
-             WHERE ($1::text IS NULL OR state = $1) \
-               AND ($2::text IS NULL OR query_source = $2) \
-               AND ($3::int8 IS NULL OR id < $3) \
-             ORDER BY id DESC LIMIT $4"
-        );
-        let rows = sqlx::query_as::<_, JobRow>(&sql)
-            .bind(filter.state.map(JobState::as_str))
-            .bind(filter.query_source.as_deref())
-            .bind(filter.before_id)
-            .bind(filter.limit.clamp(1, 500))
-            .fetch_all(self.pool())
-            .await?;
-        Ok(rows)
+        let mut conn = self.acquire().await?;
+        list_jobs_on(&mut conn, filter).await
     }
 
     /// A job and its newest alert events, read on one connection.
@@ -120,9 +108,11 @@ impl Store {
 
     /// How many jobs are in each state (states with none are left out).
     pub async fn jobs_by_state(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        Ok(sqlx::query_as("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state")
-            .fetch_all(self.pool())
-            .await?)
+        Ok(
+            sqlx::query_as("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state")
+                .fetch_all(self.pool())
+                .await?,
+        )
     }
 
     pub async fn job(&self, id: i64) -> Result<Option<JobRow>, StoreError> {
@@ -135,14 +125,15 @@ impl Store {
     }
 
     /// Deletes alert events older than `retention`, a batch per transaction
-    /// so that no delete holds locks for long. Returns how many went.
+    /// so that no delete holds locks for long. Returns how many went. Only
+    /// rolled-up events go, so the daily figures never lose one.
     pub async fn purge_alert_events(&self, retention: Duration) -> Result<u64, StoreError> {
         let mut total = 0;
         loop {
             let deleted = sqlx::query(
                 "DELETE FROM alert_events WHERE id IN (\
                    SELECT id FROM alert_events \
-                   WHERE received_at < now() - make_interval(secs => $1::float8) \
+                   WHERE received_at < now() - make_interval(secs => $1::float8) AND rolled_up \
                    LIMIT 5000)",
             )
             .bind(retention.as_secs_f64())
@@ -179,4 +170,26 @@ impl Store {
         .rows_affected();
         Ok(updated == 1)
     }
+}
+
+/// Newest jobs first, filtered; on the caller's connection.
+pub(crate) async fn list_jobs_on(
+    conn: &mut sqlx::PgConnection,
+    filter: &JobFilter,
+) -> Result<Vec<JobRow>, StoreError> {
+    let sql = format!(
+        "SELECT {JOB_COLUMNS} FROM jobs \
+         WHERE ($1::text IS NULL OR state = $1) \
+           AND ($2::text IS NULL OR query_source = $2) \
+           AND ($3::int8 IS NULL OR id < $3) \
+         ORDER BY id DESC LIMIT $4"
+    );
+    let rows = sqlx::query_as::<_, JobRow>(&sql)
+        .bind(filter.state.map(JobState::as_str))
+        .bind(filter.query_source.as_deref())
+        .bind(filter.before_id)
+        .bind(filter.limit.clamp(1, 500))
+        .fetch_all(&mut *conn)
+        .await?;
+    Ok(rows)
 }

@@ -5,6 +5,7 @@
 //! call, and a method never asks the pool for a second connection while it
 //! holds one (that self-deadlocks exactly at pool max).
 
+mod dashboard;
 mod dispatch;
 mod intake;
 mod jobs;
@@ -13,6 +14,10 @@ mod prompts;
 mod pulls;
 mod wontfix;
 
+pub use dashboard::{
+    Dashboard, DashboardQuery, DayFigure, DispatchRecord, JobPage, ReviewerLoad, SourceSeries,
+    WeekFigure,
+};
 pub use dispatch::{Caps, Claim, ClaimedJob, DispatchStatus};
 pub use intake::{IntakeAction, IntakeRecord, RecordedOutcome};
 pub use jobs::{AlertEventRow, JobFilter, JobRow};

@@ -1,6 +1,6 @@
 use crate::StoreError;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Transaction};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

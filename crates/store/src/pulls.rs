@@ -33,18 +33,27 @@ pub struct PrFacts {
 pub enum Applied {
     /// Seen before: acknowledged, not processed again.
     Duplicate,
-    Moved { from: JobState, to: JobState },
+    Moved {
+        from: JobState,
+        to: JobState,
+    },
     /// Recorded; the job's state stays.
-    Unchanged { state: JobState },
+    Unchanged {
+        state: JobState,
+    },
     UnknownJob,
     /// Reviving the job would give its source a second active job.
-    Conflict { other_job: i64 },
+    Conflict {
+        other_job: i64,
+    },
     /// Not about a job (ignored event, suspicious PR): audit only.
     Recorded,
     /// The won't-fix label was taken; the worker applies it.
     WontfixRequested,
     /// The ignore-list PR of a declined job closed.
-    WontfixPrClosed { merged: bool },
+    WontfixPrClosed {
+        merged: bool,
+    },
 }
 
 impl Applied {
@@ -108,14 +117,20 @@ impl Store {
             Applied::Conflict { other_job } => format!("conflict: job {other_job} is active"),
             other => other.as_str().to_owned(),
         };
-        let outcome = if detail.is_empty() { outcome } else { format!("{outcome}: {detail}") };
+        let outcome = if detail.is_empty() {
+            outcome
+        } else {
+            format!("{outcome}: {detail}")
+        };
         let job_ref = job_id.filter(|_| applied != Applied::UnknownJob);
-        sqlx::query("UPDATE github_deliveries SET outcome = $2, job_id = $3 WHERE delivery_id = $1")
-            .bind(delivery.id)
-            .bind(outcome)
-            .bind(job_ref)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "UPDATE github_deliveries SET outcome = $2, job_id = $3 WHERE delivery_id = $1",
+        )
+        .bind(delivery.id)
+        .bind(outcome)
+        .bind(job_ref)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(applied)
     }
@@ -140,8 +155,12 @@ impl Store {
                 job_id: row.try_get("id")?,
                 query_source: row.try_get("query_source")?,
                 pr_number: row.try_get::<i64, _>("pr_number")? as u64,
-                pr_author: row.try_get::<Option<String>, _>("pr_author")?.unwrap_or_default(),
-                base_ref: row.try_get::<Option<String>, _>("pr_base_ref")?.unwrap_or_default(),
+                pr_author: row
+                    .try_get::<Option<String>, _>("pr_author")?
+                    .unwrap_or_default(),
+                base_ref: row
+                    .try_get::<Option<String>, _>("pr_base_ref")?
+                    .unwrap_or_default(),
                 attempts: row.try_get("reviewers_attempts")?,
             })
         })
@@ -149,7 +168,10 @@ impl Store {
     }
 
     /// Open longtx reviews (jobs in review) per reviewer key.
-    pub async fn open_review_counts(&self, keys: &[String]) -> Result<HashMap<String, i64>, StoreError> {
+    pub async fn open_review_counts(
+        &self,
+        keys: &[String],
+    ) -> Result<HashMap<String, i64>, StoreError> {
         let rows = sqlx::query(
             "SELECT r.reviewer, count(*) AS open FROM review_requests r \
              JOIN jobs j ON j.id = r.job_id \
@@ -220,7 +242,8 @@ async fn apply(
     if let Some(pr) = pr {
         sqlx::query(
             "UPDATE jobs SET pr_number = $2, pr_url = $3, pr_head_sha = $4, pr_base_ref = $5, \
-                 pr_author = $6, updated_at = now() WHERE id = $1",
+                 pr_author = $6, pr_opened_at = COALESCE(pr_opened_at, now()), updated_at = now() \
+             WHERE id = $1",
         )
         .bind(job_id)
         .bind(pr.number as i64)

@@ -31,7 +31,10 @@ pub struct IgnoredSource {
 /// How a won't-fix request ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WontfixOutcome<'a> {
-    Done { entry: &'a IgnoreEntry, commit: &'a str },
+    Done {
+        entry: &'a IgnoreEntry,
+        commit: &'a str,
+    },
     Refused(&'a str),
     Failed(&'a str),
 }
@@ -56,9 +59,15 @@ impl Store {
                 job_id: row.try_get("id")?,
                 query_source: row.try_get("query_source")?,
                 pr_number: row.try_get::<i64, _>("pr_number")? as u64,
-                pr_url: row.try_get::<Option<String>, _>("pr_url")?.unwrap_or_default(),
-                base_ref: row.try_get::<Option<String>, _>("pr_base_ref")?.unwrap_or_default(),
-                labeler: row.try_get::<Option<String>, _>("wontfix_by")?.unwrap_or_default(),
+                pr_url: row
+                    .try_get::<Option<String>, _>("pr_url")?
+                    .unwrap_or_default(),
+                base_ref: row
+                    .try_get::<Option<String>, _>("pr_base_ref")?
+                    .unwrap_or_default(),
+                labeler: row
+                    .try_get::<Option<String>, _>("wontfix_by")?
+                    .unwrap_or_default(),
                 run_id: row.try_get::<Option<i64>, _>("run_id")?.map(|id| id as u64),
                 attempts: row.try_get("wontfix_attempts")?,
             })
@@ -68,7 +77,11 @@ impl Store {
 
     /// Ends a request. `Done` moves the job to `wontfix` and records the
     /// source as ignored, in one transaction.
-    pub async fn finish_wontfix(&self, job_id: i64, outcome: WontfixOutcome<'_>) -> Result<(), StoreError> {
+    pub async fn finish_wontfix(
+        &self,
+        job_id: i64,
+        outcome: WontfixOutcome<'_>,
+    ) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
         match outcome {
             WontfixOutcome::Done { entry, commit } => {
@@ -94,7 +107,11 @@ impl Store {
                 .await?;
             }
             WontfixOutcome::Refused(detail) | WontfixOutcome::Failed(detail) => {
-                let state = if matches!(outcome, WontfixOutcome::Refused(_)) { "refused" } else { "failed" };
+                let state = if matches!(outcome, WontfixOutcome::Refused(_)) {
+                    "refused"
+                } else {
+                    "failed"
+                };
                 sqlx::query(
                     "UPDATE jobs SET wontfix_state = $2, wontfix_detail = $3, wontfix_lease_until = NULL, \
                          updated_at = now() WHERE id = $1",
@@ -111,9 +128,11 @@ impl Store {
     }
 
     pub async fn ignored_sources(&self) -> Result<Vec<IgnoredSource>, StoreError> {
-        let rows = sqlx::query("SELECT entry, job_id, merged FROM ignored_sources ORDER BY added_at, query_source")
-            .fetch_all(self.pool())
-            .await?;
+        let rows = sqlx::query(
+            "SELECT entry, job_id, merged FROM ignored_sources ORDER BY added_at, query_source",
+        )
+        .fetch_all(self.pool())
+        .await?;
         rows.iter()
             .map(|row| {
                 Ok(IgnoredSource {
@@ -128,18 +147,23 @@ impl Store {
     /// Forgets declined sources whose PR merged and whose entry the base
     /// branch's list no longer has: someone undid the decision by PR.
     pub async fn forget_ignored(&self, sources: &[String]) -> Result<u64, StoreError> {
-        let deleted = sqlx::query("DELETE FROM ignored_sources WHERE merged AND query_source = ANY($1)")
-            .bind(sources)
-            .execute(self.pool())
-            .await?
-            .rows_affected();
+        let deleted =
+            sqlx::query("DELETE FROM ignored_sources WHERE merged AND query_source = ANY($1)")
+                .bind(sources)
+                .execute(self.pool())
+                .await?
+                .rows_affected();
         Ok(deleted)
     }
 }
 
 /// In the delivery's transaction: the label asks for won't-fix, unless a
 /// request for this job is already pending or done.
-pub(crate) async fn request(tx: &mut sqlx::PgConnection, job_id: i64, by: &str) -> Result<bool, StoreError> {
+pub(crate) async fn request(
+    tx: &mut sqlx::PgConnection,
+    job_id: i64,
+    by: &str,
+) -> Result<bool, StoreError> {
     let updated = sqlx::query(
         "UPDATE jobs SET wontfix_state = 'pending', wontfix_by = $2, wontfix_detail = NULL, \
              wontfix_lease_until = NULL, wontfix_attempts = 0, updated_at = now() \
@@ -157,7 +181,11 @@ pub(crate) async fn request(tx: &mut sqlx::PgConnection, job_id: i64, by: &str) 
 /// In the delivery's transaction: the ignore-list PR of a declined job
 /// closed. Merged, the entry now lives on the base branch; closed unmerged,
 /// the decision is abandoned and the source is proposed again.
-pub(crate) async fn pr_closed(tx: &mut sqlx::PgConnection, job_id: i64, merged: bool) -> Result<(), StoreError> {
+pub(crate) async fn pr_closed(
+    tx: &mut sqlx::PgConnection,
+    job_id: i64,
+    merged: bool,
+) -> Result<(), StoreError> {
     let sql = if merged {
         "UPDATE ignored_sources SET merged = true WHERE job_id = $1"
     } else {

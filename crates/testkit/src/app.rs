@@ -11,6 +11,8 @@ pub const GITHUB_REPO: &str = crate::github_events::TARGET_REPO;
 pub struct TestAppBuilder {
     policy: IntakePolicy,
     token: Option<String>,
+    dashboard_token: Option<String>,
+    dispatch_info: Option<longtx_http::DispatchInfo>,
     pool: PoolSettings,
     ignore_list: IgnoreList,
     database: Option<TestDatabase>,
@@ -20,8 +22,14 @@ pub struct TestAppBuilder {
         Option<longtx_github::OctocrabGitHub>,
     )>,
     github_webhook: Option<String>,
-    reviewer: Option<(longtx_pipeline::ReviewSettings, longtx_github::OctocrabGitHub)>,
-    wontfix: Option<(longtx_pipeline::WontfixSettings, longtx_github::OctocrabGitHub)>,
+    reviewer: Option<(
+        longtx_pipeline::ReviewSettings,
+        longtx_github::OctocrabGitHub,
+    )>,
+    wontfix: Option<(
+        longtx_pipeline::WontfixSettings,
+        longtx_github::OctocrabGitHub,
+    )>,
 }
 
 impl TestAppBuilder {
@@ -64,6 +72,22 @@ impl TestAppBuilder {
         github: longtx_github::OctocrabGitHub,
     ) -> Self {
         self.wontfix = Some((settings, github));
+        self
+    }
+
+    /// `LONGTX_DASHBOARD_TOKEN`: opens the pages only.
+    pub fn dashboard_token(mut self, token: &str) -> Self {
+        self.dashboard_token = Some(token.to_owned());
+        self
+    }
+
+    /// What the dashboard says about dispatch, without running a dispatcher.
+    pub fn dispatch_info(mut self, max_per_day: i64, dry_run: bool) -> Self {
+        self.dispatch_info = Some(longtx_http::DispatchInfo {
+            max_per_day,
+            max_running: 3,
+            dry_run,
+        });
         self
     }
 
@@ -110,7 +134,11 @@ impl TestAppBuilder {
             self.policy,
             WebhookAuth::new(self.token),
             self.ignore_list,
-        );
+        )
+        .with_dashboard_token(self.dashboard_token);
+        if let Some(info) = self.dispatch_info {
+            state = state.with_dispatch(info);
+        }
         if let Some(sources) = self.prompts {
             state = state.with_prompts(longtx_pipeline::spawn_prompt_worker(
                 store.clone(),
@@ -134,12 +162,21 @@ impl TestAppBuilder {
             state = state.with_github_webhook(longtx_http::GitHubWebhook::new(secret, GITHUB_REPO));
         }
         if let Some((settings, github)) = self.reviewer {
-            let queue = longtx_pipeline::spawn_reviewer(store.clone(), settings, std::sync::Arc::new(github));
+            let queue = longtx_pipeline::spawn_reviewer(
+                store.clone(),
+                settings,
+                std::sync::Arc::new(github),
+            );
             state = state.with_reviews(queue);
         }
         if let Some((settings, github)) = self.wontfix {
             let live = state.live_ignore_list();
-            let queue = longtx_pipeline::spawn_wontfix_worker(store.clone(), settings, std::sync::Arc::new(github), live);
+            let queue = longtx_pipeline::spawn_wontfix_worker(
+                store.clone(),
+                settings,
+                std::sync::Arc::new(github),
+                live,
+            );
             state = state.with_wontfix(queue);
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -181,6 +218,8 @@ impl TestApp {
         TestAppBuilder {
             policy: IntakePolicy::default(),
             token: None,
+            dashboard_token: None,
+            dispatch_info: None,
             pool: PoolSettings::default(),
             ignore_list: IgnoreList::default(),
             database: None,
@@ -225,7 +264,10 @@ impl TestApp {
             .header("content-type", "application/json")
             .header("x-github-event", event)
             .header("x-github-delivery", delivery)
-            .header("x-hub-signature-256", crate::github_events::sign(secret, body.as_bytes()))
+            .header(
+                "x-hub-signature-256",
+                crate::github_events::sign(secret, body.as_bytes()),
+            )
             .body(body)
             .send()
             .await

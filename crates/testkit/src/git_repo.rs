@@ -36,14 +36,17 @@ impl GitRepo {
         }
         let date = (history_now() - Duration::days(days_ago)).to_rfc3339();
         let message = format!("change by {who}");
-        self.run(&["commit", "--quiet", "-m", &message], &[
-            ("GIT_AUTHOR_NAME", who),
-            ("GIT_AUTHOR_EMAIL", email),
-            ("GIT_COMMITTER_NAME", who),
-            ("GIT_COMMITTER_EMAIL", email),
-            ("GIT_AUTHOR_DATE", &date),
-            ("GIT_COMMITTER_DATE", &date),
-        ]);
+        self.run(
+            &["commit", "--quiet", "-m", &message],
+            &[
+                ("GIT_AUTHOR_NAME", who),
+                ("GIT_AUTHOR_EMAIL", email),
+                ("GIT_COMMITTER_NAME", who),
+                ("GIT_COMMITTER_EMAIL", email),
+                ("GIT_AUTHOR_DATE", &date),
+                ("GIT_COMMITTER_DATE", &date),
+            ],
+        );
         self.git(&["rev-parse", "HEAD"])
     }
 
@@ -93,7 +96,13 @@ impl GitRepo {
             }
         };
         let target = bare.to_str().unwrap().to_owned();
-        self.git(&["push", "--quiet", "--force", &target, "refs/heads/*:refs/heads/*"]);
+        self.git(&[
+            "push",
+            "--quiet",
+            "--force",
+            &target,
+            "refs/heads/*:refs/heads/*",
+        ]);
         bare
     }
 }
@@ -119,4 +128,3 @@ fn unique_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
-

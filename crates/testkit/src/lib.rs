@@ -19,10 +19,10 @@ pub mod payloads;
 
 pub use app::{TestApp, TestAppBuilder, GITHUB_REPO};
 pub use db::TestDatabase;
-pub use git_repo::{history_now, GitRepo};
 pub use fake_github::{FakeGitHub, Fault, ReviewRequest, OWN_LOGIN};
 /// Runs futures concurrently on the current task and collects their outputs.
 pub use futures_util::future::join_all;
+pub use git_repo::{history_now, GitRepo};
 /// Re-exported so tests can read tables without their own dependency.
 pub use sqlx;
 
@@ -48,7 +48,10 @@ pub fn shipped_prompt_sources() -> longtx_prompt::PromptSources {
 /// Reviewer-worker settings for tests: the fake's repository, a mirror of
 /// `remote` (a local bare repository) under `mirror_dir`, history as of
 /// [`history_now`], fast polling.
-pub fn review_settings(remote: &std::path::Path, mirror_dir: &std::path::Path) -> longtx_pipeline::ReviewSettings {
+pub fn review_settings(
+    remote: &std::path::Path,
+    mirror_dir: &std::path::Path,
+) -> longtx_pipeline::ReviewSettings {
     longtx_pipeline::ReviewSettings {
         repo: GITHUB_REPO.parse().unwrap(),
         mirror: longtx_git::Mirror {
@@ -68,7 +71,10 @@ pub fn review_settings(remote: &std::path::Path, mirror_dir: &std::path::Path) -
 
 /// Wontfix-worker settings for tests: its own mirror of `remote` under
 /// `mirror_dir`, the shipped defaults otherwise, fast polling.
-pub fn wontfix_settings(remote: &std::path::Path, mirror_dir: &std::path::Path) -> longtx_pipeline::WontfixSettings {
+pub fn wontfix_settings(
+    remote: &std::path::Path,
+    mirror_dir: &std::path::Path,
+) -> longtx_pipeline::WontfixSettings {
     longtx_pipeline::WontfixSettings {
         repo: GITHUB_REPO.parse().unwrap(),
         mirror: longtx_git::Mirror {

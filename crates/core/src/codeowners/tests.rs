@@ -53,15 +53,31 @@ const CASES: &[(&str, &str, &str)] = &[
     ("/app/*.rb @top", "app/thing.rb", "@top"),
     ("/app/*.rb @top", "app/models/thing.rb", "none"),
     // The last matching line wins, even over a more specific earlier one.
-    ("/app/models/ @models\n* @all", "app/models/order.rb", "@all"),
-    ("* @all\n/app/models/ @models", "app/models/order.rb", "@models"),
+    (
+        "/app/models/ @models\n* @all",
+        "app/models/order.rb",
+        "@all",
+    ),
+    (
+        "* @all\n/app/models/ @models",
+        "app/models/order.rb",
+        "@models",
+    ),
     ("* @all\n/app/models/ @models", "app/jobs/x.rb", "@all"),
     // A line with no owners makes its paths unowned.
     ("* @all\n/vendor/", "vendor/gem/x.rb", "-"),
     ("/apps/ @octocat\n/apps/github", "apps/github/index.js", "-"),
-    ("/apps/ @octocat\n/apps/github", "apps/main/index.js", "@octocat"),
+    (
+        "/apps/ @octocat\n/apps/github",
+        "apps/main/index.js",
+        "@octocat",
+    ),
     // Owner forms: users, teams, emails, several on a line.
-    ("* @alice @acme/payments dev@example.com", "x", "@alice @acme/payments dev@example.com"),
+    (
+        "* @alice @acme/payments dev@example.com",
+        "x",
+        "@alice @acme/payments dev@example.com",
+    ),
     ("*.rb @acme/ruby-core", "a.rb", "@acme/ruby-core"),
     // Paths are case-sensitive.
     ("/App/ @caps", "app/x.rb", "none"),
@@ -101,7 +117,9 @@ fn github_codeowners_semantics() {
     for (file, path, expected) in CASES {
         let got = show(Codeowners::parse(file).owners_of(path));
         if got != *expected {
-            failures.push(format!("{file:?} / {path:?}: expected {expected}, got {got}"));
+            failures.push(format!(
+                "{file:?} / {path:?}: expected {expected}, got {got}"
+            ));
         }
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));

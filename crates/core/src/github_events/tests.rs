@@ -16,7 +16,11 @@ fn pr(branch: &str, body: &str, head_repo: Option<&str>) -> PullRequest {
 
 #[test]
 fn branch_and_marker_together_name_the_job() {
-    let pr = pr("longtx/42", "Fix.\n\n<!-- longtx-job: 42 -->", Some("acme/monolith"));
+    let pr = pr(
+        "longtx/42",
+        "Fix.\n\n<!-- longtx-job: 42 -->",
+        Some("acme/monolith"),
+    );
     assert_eq!(correlate(&pr, "acme/monolith"), Correlation::Job(42));
 }
 
@@ -32,7 +36,10 @@ fn disagreement_or_half_a_signal_is_suspicious() {
         ("longtx/42", "<!-- longtx-job: 43 -->"),
         ("longtx/42", "no marker"),
         ("feature/x", "<!-- longtx-job: 42 -->"),
-        ("longtx/42", "<!-- longtx-job: 42 --> <!-- longtx-job: 9 -->"),
+        (
+            "longtx/42",
+            "<!-- longtx-job: 42 --> <!-- longtx-job: 9 -->",
+        ),
     ] {
         let pr = pr(branch, body, Some("acme/monolith"));
         assert!(
@@ -57,7 +64,11 @@ fn a_marker_from_a_fork_is_never_trusted() {
 
 #[test]
 fn a_pr_in_another_repository_is_suspicious() {
-    let pr = pr("longtx/42", "<!-- longtx-job: 42 -->", Some("acme/monolith"));
+    let pr = pr(
+        "longtx/42",
+        "<!-- longtx-job: 42 -->",
+        Some("acme/monolith"),
+    );
     assert!(matches!(
         correlate(&pr, "acme/other"),
         Correlation::Suspicious(_)
@@ -76,7 +87,10 @@ fn branch_names_and_run_names_give_job_ids_strictly() {
         conclusion: None,
         html_url: None,
     };
-    assert_eq!(job_of_run(&run("longtx job 12: admin/users#update")), Some(12));
+    assert_eq!(
+        job_of_run(&run("longtx job 12: admin/users#update")),
+        Some(12)
+    );
     assert_eq!(job_of_run(&run("nightly build")), None);
 }
 

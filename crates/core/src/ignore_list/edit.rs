@@ -20,7 +20,11 @@ pub enum Added {
 /// unchanged and in order, and then exactly the new one.
 pub fn add_entry(text: &str, entry: &IgnoreEntry) -> Result<Added, IgnoreListError> {
     let before = IgnoreList::parse(text)?;
-    if before.entries().iter().any(|e| e.query_source.trim() == entry.query_source) {
+    if before
+        .entries()
+        .iter()
+        .any(|e| e.query_source.trim() == entry.query_source)
+    {
         return Ok(Added::AlreadyListed);
     }
     let mut out = text.to_owned();
@@ -71,7 +75,9 @@ pub fn quote(value: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{fffe}' | '\u{ffff}' => {
                 out.push_str(&format!("\\u{:04x}", c as u32))
             }
@@ -101,26 +107,48 @@ mod tests {
 
     #[test]
     fn appending_keeps_every_line_and_comment_in_order() {
-        let Added::Changed(text) = add_entry(HAND_EDITED, &entry("OrderSyncWorker", "needs the lock")).unwrap() else {
+        let Added::Changed(text) =
+            add_entry(HAND_EDITED, &entry("OrderSyncWorker", "needs the lock")).unwrap()
+        else {
             panic!("an entry was added");
         };
         assert!(text.starts_with(HAND_EDITED), "{text}");
         let list = IgnoreList::parse(&text).unwrap();
-        let sources: Vec<&str> = list.entries().iter().map(|e| e.query_source.as_str()).collect();
-        assert_eq!(sources, ["admin/reports#export", "Legacy::*", "OrderSyncWorker"]);
+        let sources: Vec<&str> = list
+            .entries()
+            .iter()
+            .map(|e| e.query_source.as_str())
+            .collect();
+        assert_eq!(
+            sources,
+            ["admin/reports#export", "Legacy::*", "OrderSyncWorker"]
+        );
     }
 
     #[test]
     fn an_empty_or_unterminated_file_gets_a_well_formed_entry() {
         for text in ["", "# nothing yet", "- query_source: a#b"] {
-            let Added::Changed(out) = add_entry(text, &entry("x#y", "r")).unwrap() else { panic!() };
-            assert_eq!(IgnoreList::parse(&out).unwrap().entries().last().unwrap().query_source, "x#y");
+            let Added::Changed(out) = add_entry(text, &entry("x#y", "r")).unwrap() else {
+                panic!()
+            };
+            assert_eq!(
+                IgnoreList::parse(&out)
+                    .unwrap()
+                    .entries()
+                    .last()
+                    .unwrap()
+                    .query_source,
+                "x#y"
+            );
         }
     }
 
     #[test]
     fn a_source_already_listed_is_not_added_twice() {
-        assert_eq!(add_entry(HAND_EDITED, &entry("admin/reports#export", "again")).unwrap(), Added::AlreadyListed);
+        assert_eq!(
+            add_entry(HAND_EDITED, &entry("admin/reports#export", "again")).unwrap(),
+            Added::AlreadyListed
+        );
     }
 
     #[test]
@@ -144,10 +172,16 @@ mod tests {
                 added_at: None,
                 exact: false,
             };
-            let Added::Changed(text) = add_entry("", &e).unwrap() else { panic!() };
+            let Added::Changed(text) = add_entry("", &e).unwrap() else {
+                panic!()
+            };
             let list = IgnoreList::parse(&text).unwrap();
-            assert_eq!(list.entries(), [e.clone()], "{text}");
-            assert_eq!(text.lines().filter(|l| l.starts_with("- ")).count(), 1, "one entry: {text}");
+            assert_eq!(list.entries(), std::slice::from_ref(&e), "{text}");
+            assert_eq!(
+                text.lines().filter(|l| l.starts_with("- ")).count(),
+                1,
+                "one entry: {text}"
+            );
         }
     }
 
@@ -156,7 +190,9 @@ mod tests {
         let source = crate::QuerySource::parse("Report*Worker?").unwrap();
         let mut e = IgnoreEntry::exact(&source);
         e.reason = Some("r".into());
-        let Added::Changed(text) = add_entry("", &e).unwrap() else { panic!() };
+        let Added::Changed(text) = add_entry("", &e).unwrap() else {
+            panic!()
+        };
         let list = IgnoreList::parse(&text).unwrap();
         assert!(list.matching(&source).is_some());
         let other = crate::QuerySource::parse("ReportExportWorker1").unwrap();

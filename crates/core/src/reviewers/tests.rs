@@ -17,7 +17,11 @@ fn facts() -> Facts {
 }
 
 fn names(choice: &Choice) -> Vec<String> {
-    choice.reviewers.iter().map(|c| c.reviewer.to_string()).collect()
+    choice
+        .reviewers
+        .iter()
+        .map(|c| c.reviewer.to_string())
+        .collect()
 }
 
 #[test]
@@ -108,7 +112,10 @@ fn recent_commits_weigh_more() {
 
 #[test]
 fn noreply_addresses_name_their_login() {
-    assert_eq!(noreply_login("123+alice@users.noreply.github.com"), Some("alice"));
+    assert_eq!(
+        noreply_login("123+alice@users.noreply.github.com"),
+        Some("alice")
+    );
     assert_eq!(noreply_login("bob@users.noreply.github.com"), Some("bob"));
     assert_eq!(noreply_login("bob@example.com"), None);
     assert_eq!(

@@ -30,7 +30,10 @@ impl Drop for TempDir {
 impl Tracking {
     /// `remote` is the bare repository the mirror fetches; `change` adjusts
     /// the reviewer settings (fallback team, logins, limits).
-    pub async fn start(remote: &std::path::Path, change: impl FnOnce(&mut ReviewSettings)) -> Tracking {
+    pub async fn start(
+        remote: &std::path::Path,
+        change: impl FnOnce(&mut ReviewSettings),
+    ) -> Tracking {
         Self::start_with(remote, change, |_| {}).await
     }
 
@@ -53,29 +56,46 @@ impl Tracking {
         change_wontfix(&mut wontfix);
         let app = TestApp::builder()
             .prompts(shipped_prompt_sources())
-            .dispatcher(dispatch_settings(), Some(github.client(Duration::from_secs(5))))
+            .dispatcher(
+                dispatch_settings(),
+                Some(github.client(Duration::from_secs(5))),
+            )
             .github_webhook(SECRET)
             .reviewer(settings, github.client(Duration::from_secs(5)))
             .wontfix(wontfix, github.client(Duration::from_secs(5)))
             .spawn()
             .await;
-        Tracking { app, github, _mirror_dir: TempDir(mirror_dir) }
+        Tracking {
+            app,
+            github,
+            _mirror_dir: TempDir(mirror_dir),
+        }
     }
 
     /// Fires an alert for `source` and waits until its agent run is
     /// dispatched; returns the job id.
     pub async fn job_with_agent_running(&self, source: &str) -> i64 {
         let hook = AmWebhook::with(AmAlert::firing(source).table("orders").value(150.0));
-        let response = self.app.post_json("/webhooks/alertmanager", &hook.to_json()).await;
+        let response = self
+            .app
+            .post_json("/webhooks/alertmanager", &hook.to_json())
+            .await;
         assert_eq!(response.status(), 200);
         let body: serde_json::Value = response.json().await.unwrap();
-        let id = body["results"][0]["job_id"].as_i64().expect("a job was made");
+        let id = body["results"][0]["job_id"]
+            .as_i64()
+            .expect("a job was made");
         self.wait_for(id, |job| job.state == "agent_running").await;
         id
     }
 
     pub async fn job(&self, id: i64) -> JobRow {
-        self.app.store.job(id).await.unwrap().expect("the job exists")
+        self.app
+            .store
+            .job(id)
+            .await
+            .unwrap()
+            .expect("the job exists")
     }
 
     /// Polls the job until `done` holds (at most 20 s); returns it either way.
@@ -91,7 +111,12 @@ impl Tracking {
     }
 
     /// Delivers a signed event and returns the status and JSON answer.
-    pub async fn deliver(&self, event: &str, delivery: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+    pub async fn deliver(
+        &self,
+        event: &str,
+        delivery: &str,
+        body: &serde_json::Value,
+    ) -> (u16, serde_json::Value) {
         let response = self.app.post_github(event, delivery, body, SECRET).await;
         let status = response.status().as_u16();
         (status, response.json().await.unwrap())

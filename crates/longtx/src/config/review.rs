@@ -104,7 +104,10 @@ pub(super) fn load(
         .unwrap_or_else(|| longtx_core::github_events::WONTFIX_LABEL.to_owned());
     // GitHub label names are at most 50 characters.
     if wontfix_label.trim().is_empty() || wontfix_label.chars().count() > 50 {
-        return Err(invalid("LONGTX_WONTFIX_LABEL", "must be 1 to 50 characters"));
+        return Err(invalid(
+            "LONGTX_WONTFIX_LABEL",
+            "must be 1 to 50 characters",
+        ));
     }
     Ok(ReviewConfig {
         wontfix_label,
@@ -122,8 +125,7 @@ fn parse_team(text: &str) -> Result<String, ConfigError> {
     let team = text.trim().trim_start_matches('@');
     let valid_part = |s: &str| {
         !s.is_empty()
-            && s
-                .chars()
+            && s.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
     };
     match team.split_once('/') {
@@ -179,7 +181,10 @@ mod tests {
     fn defaults() {
         let c = load_with(&[]).unwrap();
         assert_eq!((c.max_reviewers, c.history_days), (2, 365));
-        assert_eq!(c.git_url.as_deref(), Some("https://github.com/acme/app.git"));
+        assert_eq!(
+            c.git_url.as_deref(),
+            Some("https://github.com/acme/app.git")
+        );
         assert!(c.webhook_secret.is_none() && c.fallback_team.is_none());
     }
 
@@ -187,12 +192,20 @@ mod tests {
     fn values_are_checked_and_normalised() {
         let c = load_with(&[
             ("LONGTX_FALLBACK_TEAM", "@acme/dba"),
-            ("LONGTX_AUTHOR_LOGINS", "Alice@Corp.example=alice, bob@corp.example=bob-gh"),
+            (
+                "LONGTX_AUTHOR_LOGINS",
+                "Alice@Corp.example=alice, bob@corp.example=bob-gh",
+            ),
             ("LONGTX_MAX_REVIEWERS", "3"),
         ])
         .unwrap();
         assert_eq!(c.fallback_team.as_deref(), Some("acme/dba"));
-        assert_eq!(c.author_logins.get("alice@corp.example").map(String::as_str), Some("alice"));
+        assert_eq!(
+            c.author_logins
+                .get("alice@corp.example")
+                .map(String::as_str),
+            Some("alice")
+        );
         assert_eq!(c.max_reviewers, 3);
         for (key, value) in [
             ("LONGTX_FALLBACK_TEAM", "dba"),
@@ -211,11 +224,17 @@ mod tests {
     fn secrets_stay_out_of_debug() {
         let c = load_with(&[
             ("LONGTX_GITHUB_WEBHOOK_SECRET", "s3cret-value"),
-            ("LONGTX_GIT_URL", "https://x-access-token:ghs_abc@github.com/acme/app.git"),
+            (
+                "LONGTX_GIT_URL",
+                "https://x-access-token:ghs_abc@github.com/acme/app.git",
+            ),
         ])
         .unwrap();
         let shown = format!("{c:?}");
-        assert!(!shown.contains("s3cret-value") && !shown.contains("ghs_abc"), "{shown}");
+        assert!(
+            !shown.contains("s3cret-value") && !shown.contains("ghs_abc"),
+            "{shown}"
+        );
         assert!(shown.contains("github.com/acme/app.git"), "{shown}");
     }
 }

@@ -15,7 +15,8 @@ pub struct AddArgs<'a> {
 }
 
 pub fn add(file: &Path, args: AddArgs<'_>) -> anyhow::Result<()> {
-    let source = QuerySource::parse(args.source).map_err(|e| anyhow::anyhow!("the query_source: {e}"))?;
+    let source =
+        QuerySource::parse(args.source).map_err(|e| anyhow::anyhow!("the query_source: {e}"))?;
     if args.reason.trim().is_empty() {
         bail!("--reason must say why the source is not fixed");
     }
@@ -23,12 +24,16 @@ pub fn add(file: &Path, args: AddArgs<'_>) -> anyhow::Result<()> {
     let mut entry = IgnoreEntry::exact(&source);
     entry.reason = Some(args.reason.trim().to_owned());
     entry.pr = args.pr.map(str::to_owned);
-    entry.added_by = args.by.map(str::to_owned).or_else(|| std::env::var("USER").ok());
+    entry.added_by = args
+        .by
+        .map(str::to_owned)
+        .or_else(|| std::env::var("USER").ok());
     entry.added_at = Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
     match add_entry(&text, &entry).with_context(|| file.display().to_string())? {
         Added::AlreadyListed => println!("{}: {} is already listed", file.display(), source),
         Added::Changed(new_text) => {
-            std::fs::write(file, new_text).with_context(|| format!("writing {}", file.display()))?;
+            std::fs::write(file, new_text)
+                .with_context(|| format!("writing {}", file.display()))?;
             println!("{}: added {}", file.display(), source);
         }
     }
@@ -38,10 +43,15 @@ pub fn add(file: &Path, args: AddArgs<'_>) -> anyhow::Result<()> {
 /// Exit status 0 when the source is ignored, an error (status 1) when not.
 pub fn check(file: &Path, raw: &str) -> anyhow::Result<()> {
     let source = QuerySource::parse(raw).map_err(|e| anyhow::anyhow!("the query_source: {e}"))?;
-    let list = IgnoreList::parse(&read_or_empty(file)?).with_context(|| file.display().to_string())?;
+    let list =
+        IgnoreList::parse(&read_or_empty(file)?).with_context(|| file.display().to_string())?;
     match list.matching(&source) {
         Some(entry) => {
-            let how = if entry.query_source == source.as_str() { "exactly" } else { "by the glob" };
+            let how = if entry.query_source == source.as_str() {
+                "exactly"
+            } else {
+                "by the glob"
+            };
             println!("{source}: ignored, {how} `{}`", entry.query_source);
             if let Some(reason) = &entry.reason {
                 println!("  reason: {reason}");
@@ -56,14 +66,18 @@ pub fn check(file: &Path, raw: &str) -> anyhow::Result<()> {
 }
 
 pub fn lint(file: &Path) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let list = IgnoreList::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     let mut problems = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for (index, entry) in list.entries().iter().enumerate() {
         let n = index + 1;
         if !seen.insert(entry.query_source.trim()) {
-            problems.push(format!("entry {n}: `{}` is listed twice", entry.query_source));
+            problems.push(format!(
+                "entry {n}: `{}` is listed twice",
+                entry.query_source
+            ));
         }
         if entry.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
             problems.push(format!("entry {n}: `{}` has no reason", entry.query_source));
@@ -73,7 +87,11 @@ pub fn lint(file: &Path) -> anyhow::Result<()> {
         println!("{}: {problem}", file.display());
     }
     if problems.is_empty() {
-        println!("{}: {} entries, no problems", file.display(), list.entries().len());
+        println!(
+            "{}: {} entries, no problems",
+            file.display(),
+            list.entries().len()
+        );
         Ok(())
     } else {
         bail!("{} problem(s) in {}", problems.len(), file.display())

@@ -37,19 +37,26 @@ pub fn print_reviewers(config: &Config, args: ReviewersArgs<'_>) -> anyhow::Resu
     };
     let reviews = &config.reviews;
     let logins: HashMap<String, String> = reviews.author_logins.clone().into_iter().collect();
-    let repo = longtx_git::open(args.repo)
-        .with_context(|| format!("opening {}", args.repo.display()))?;
+    let repo =
+        longtx_git::open(args.repo).with_context(|| format!("opening {}", args.repo.display()))?;
     let files: Vec<ChangedFile> = args
         .files
         .iter()
-        .map(|path| ChangedFile { path: path.trim_start_matches('/').to_owned(), changes: 0 })
+        .map(|path| ChangedFile {
+            path: path.trim_start_matches('/').to_owned(),
+            changes: 0,
+        })
         .collect();
 
     let owned = gather::owners(&repo, args.rev, &files).context("reading CODEOWNERS")?;
     for warning in &owned.warnings {
         eprintln!("warning: {warning}");
     }
-    let excluded: HashSet<String> = args.author.map(|a| a.to_ascii_lowercase()).into_iter().collect();
+    let excluded: HashSet<String> = args
+        .author
+        .map(|a| a.to_ascii_lowercase())
+        .into_iter()
+        .collect();
     let codeowners: Vec<Candidate> = owned
         .owners
         .into_iter()
@@ -71,7 +78,8 @@ pub fn print_reviewers(config: &Config, args: ReviewersArgs<'_>) -> anyhow::Resu
             .iter()
             .map(|person| Candidate {
                 reviewer: Reviewer::User(
-                    configured_login(&person.email, &logins).unwrap_or_else(|| person.email.clone()),
+                    configured_login(&person.email, &logins)
+                        .unwrap_or_else(|| person.email.clone()),
                 ),
                 reason: history_reason(person, reviews.history_days),
                 score: person.score,
@@ -94,7 +102,11 @@ fn owner_candidate(owner: Owner, reason: String, logins: &HashMap<String, String
         Owner::Team(team) => Reviewer::Team(team),
         Owner::Email(email) => Reviewer::User(configured_login(&email, logins).unwrap_or(email)),
     };
-    Candidate { reviewer, reason, score: 0.0 }
+    Candidate {
+        reviewer,
+        reason,
+        score: 0.0,
+    }
 }
 
 struct Found<'a> {
@@ -105,14 +117,24 @@ struct Found<'a> {
 }
 
 fn render(facts: &Facts, found: Found<'_>) -> String {
-    let Found { codeowners_file, unowned, as_of, days } = found;
+    let Found {
+        codeowners_file,
+        unowned,
+        as_of,
+        days,
+    } = found;
     let choice = choose(facts);
     let mut out = String::new();
     let source = match choice.source {
         Source::Codeowners => format!("CODEOWNERS ({})", codeowners_file.unwrap_or("?")),
-        Source::History => format!("commit history, {days} days up to {}", as_of.format("%Y-%m-%d %H:%M UTC")),
+        Source::History => format!(
+            "commit history, {days} days up to {}",
+            as_of.format("%Y-%m-%d %H:%M UTC")
+        ),
         Source::Fallback => "the fallback team (LONGTX_FALLBACK_TEAM)".to_owned(),
-        Source::Nobody => "nobody: no owner, no recent committer and no LONGTX_FALLBACK_TEAM".to_owned(),
+        Source::Nobody => {
+            "nobody: no owner, no recent committer and no LONGTX_FALLBACK_TEAM".to_owned()
+        }
     };
     out.push_str(&format!("source: {source}\n"));
     if codeowners_file.is_none() {
@@ -122,7 +144,11 @@ fn render(facts: &Facts, found: Found<'_>) -> String {
     }
     out.push_str("reviewers:\n");
     for candidate in &choice.reviewers {
-        out.push_str(&format!("  {}: {}", display(&candidate.reviewer), candidate.reason));
+        out.push_str(&format!(
+            "  {}: {}",
+            display(&candidate.reviewer),
+            candidate.reason
+        ));
         if candidate.score > 0.0 {
             out.push_str(&format!(" (weight {:.2})", candidate.score));
         }
@@ -154,5 +180,8 @@ pub fn parse_as_of(text: &str) -> anyhow::Result<DateTime<Utc>> {
     let day = NaiveDate::parse_from_str(text, "%Y-%m-%d")
         .with_context(|| format!("--as-of `{text}`: expected YYYY-MM-DD or an RFC 3339 time"))?;
     let next = day.succ_opt().context("--as-of is out of range")?;
-    Ok(next.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc())
+    Ok(next
+        .and_hms_opt(0, 0, 0)
+        .expect("midnight exists")
+        .and_utc())
 }

@@ -90,7 +90,12 @@ impl FakeGitHub {
         self.inner.lock().unwrap().pulls.teams = Some(
             teams
                 .iter()
-                .map(|(slug, members)| (slug.to_string(), members.iter().map(|m| m.to_ascii_lowercase()).collect()))
+                .map(|(slug, members)| {
+                    (
+                        slug.to_string(),
+                        members.iter().map(|m| m.to_ascii_lowercase()).collect(),
+                    )
+                })
                 .collect(),
         );
     }
@@ -112,7 +117,11 @@ impl FakeGitHub {
             .pulls
             .review_requests
             .iter()
-            .map(|(pr, users, teams)| ReviewRequest { pr: *pr, users: users.clone(), teams: teams.clone() })
+            .map(|(pr, users, teams)| ReviewRequest {
+                pr: *pr,
+                users: users.clone(),
+                teams: teams.clone(),
+            })
             .collect()
     }
 
@@ -126,7 +135,8 @@ impl FakeGitHub {
         let mut inner = self.inner.lock().unwrap();
         let pulls = &mut inner.pulls;
         pulls.next_comment_id += 1;
-        let comment = json!({"id": 7000 + pulls.next_comment_id, "body": body, "user": {"login": login}});
+        let comment =
+            json!({"id": 7000 + pulls.next_comment_id, "body": body, "user": {"login": login}});
         pulls.comments.entry(pr).or_default().push(comment);
     }
 
@@ -138,14 +148,21 @@ impl FakeGitHub {
             .pulls
             .comments
             .get(&pr)
-            .map(|list| list.iter().map(|c| c["body"].as_str().unwrap_or("").to_owned()).collect())
+            .map(|list| {
+                list.iter()
+                    .map(|c| c["body"].as_str().unwrap_or("").to_owned())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
 
 pub(super) fn routes() -> Router<Shared> {
     Router::new()
-        .route("/repos/{owner}/{repo}/pulls/{number}/files", get(pull_files))
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}/files",
+            get(pull_files),
+        )
         .route(
             "/repos/{owner}/{repo}/pulls/{number}/requested_reviewers",
             axum::routing::post(request_reviewers),
@@ -154,14 +171,29 @@ pub(super) fn routes() -> Router<Shared> {
             "/repos/{owner}/{repo}/issues/{number}/comments",
             get(list_comments).post(create_comment),
         )
-        .route("/repos/{owner}/{repo}/collaborators/{login}", get(collaborator))
+        .route(
+            "/repos/{owner}/{repo}/collaborators/{login}",
+            get(collaborator),
+        )
         .route("/repos/{owner}/{repo}/commits/{sha}", get(commit))
         .route("/user", get(own_user))
-        .route("/repos/{owner}/{repo}/collaborators/{login}/permission", get(permission))
-        .route("/repos/{owner}/{repo}/pulls/{number}", axum::routing::patch(update_pull))
-        .route("/repos/{owner}/{repo}/actions/runs/{id}/cancel", axum::routing::post(cancel_run))
+        .route(
+            "/repos/{owner}/{repo}/collaborators/{login}/permission",
+            get(permission),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}",
+            axum::routing::patch(update_pull),
+        )
+        .route(
+            "/repos/{owner}/{repo}/actions/runs/{id}/cancel",
+            axum::routing::post(cancel_run),
+        )
         .route("/orgs/{org}/teams", get(org_teams))
-        .route("/orgs/{org}/teams/{slug}/memberships/{login}", get(team_membership))
+        .route(
+            "/orgs/{org}/teams/{slug}/memberships/{login}",
+            get(team_membership),
+        )
 }
 
 fn not_found() -> Response {
@@ -182,7 +214,11 @@ async fn pull_files(
     Path((owner, repo, number)): Path<(String, String, u64)>,
     query: Query,
 ) -> Response {
-    arrive(&inner, format!("GET /repos/{owner}/{repo}/pulls/{number}/files")).await;
+    arrive(
+        &inner,
+        format!("GET /repos/{owner}/{repo}/pulls/{number}/files"),
+    )
+    .await;
     if !authorised(&headers) {
         return bad_credentials();
     }
@@ -207,7 +243,11 @@ async fn request_reviewers(
     Path((owner, repo, number)): Path<(String, String, u64)>,
     Json(body): Json<ReviewersBody>,
 ) -> Response {
-    arrive(&inner, format!("POST /repos/{owner}/{repo}/pulls/{number}/requested_reviewers")).await;
+    arrive(
+        &inner,
+        format!("POST /repos/{owner}/{repo}/pulls/{number}/requested_reviewers"),
+    )
+    .await;
     if !authorised(&headers) {
         return bad_credentials();
     }
@@ -225,7 +265,9 @@ async fn request_reviewers(
         )
             .into_response();
     }
-    pulls.review_requests.push((number, body.reviewers.clone(), body.team_reviewers.clone()));
+    pulls
+        .review_requests
+        .push((number, body.reviewers.clone(), body.team_reviewers.clone()));
     (StatusCode::CREATED, Json(json!({"number": number}))).into_response()
 }
 
@@ -235,11 +277,22 @@ async fn list_comments(
     Path((owner, repo, number)): Path<(String, String, u64)>,
     query: Query,
 ) -> Response {
-    arrive(&inner, format!("GET /repos/{owner}/{repo}/issues/{number}/comments")).await;
+    arrive(
+        &inner,
+        format!("GET /repos/{owner}/{repo}/issues/{number}/comments"),
+    )
+    .await;
     if !authorised(&headers) {
         return bad_credentials();
     }
-    let comments = inner.lock().unwrap().pulls.comments.get(&number).cloned().unwrap_or_default();
+    let comments = inner
+        .lock()
+        .unwrap()
+        .pulls
+        .comments
+        .get(&number)
+        .cloned()
+        .unwrap_or_default();
     first_page(comments, query.get("page").map(String::as_str))
 }
 
@@ -254,7 +307,11 @@ async fn create_comment(
     Path((owner, repo, number)): Path<(String, String, u64)>,
     Json(body): Json<CommentBody>,
 ) -> Response {
-    arrive(&inner, format!("POST /repos/{owner}/{repo}/issues/{number}/comments")).await;
+    arrive(
+        &inner,
+        format!("POST /repos/{owner}/{repo}/issues/{number}/comments"),
+    )
+    .await;
     if !authorised(&headers) {
         return bad_credentials();
     }
@@ -262,7 +319,11 @@ async fn create_comment(
     let pulls = &mut inner.pulls;
     pulls.next_comment_id += 1;
     let comment = json!({"id": 7000 + pulls.next_comment_id, "body": body.body, "user": {"login": OWN_LOGIN}});
-    pulls.comments.entry(number).or_default().push(comment.clone());
+    pulls
+        .comments
+        .entry(number)
+        .or_default()
+        .push(comment.clone());
     (StatusCode::CREATED, Json(comment)).into_response()
 }
 
@@ -271,11 +332,20 @@ async fn collaborator(
     headers: HeaderMap,
     Path((owner, repo, login)): Path<(String, String, String)>,
 ) -> Response {
-    arrive(&inner, format!("GET /repos/{owner}/{repo}/collaborators/{login}")).await;
+    arrive(
+        &inner,
+        format!("GET /repos/{owner}/{repo}/collaborators/{login}"),
+    )
+    .await;
     if !authorised(&headers) {
         return bad_credentials();
     }
-    let outsider = inner.lock().unwrap().pulls.non_collaborators.contains(&login.to_ascii_lowercase());
+    let outsider = inner
+        .lock()
+        .unwrap()
+        .pulls
+        .non_collaborators
+        .contains(&login.to_ascii_lowercase());
     if outsider {
         not_found()
     } else {
@@ -305,7 +375,12 @@ async fn own_user(State(inner): State<Shared>, headers: HeaderMap) -> Response {
     Json(json!({"login": OWN_LOGIN, "type": "User"})).into_response()
 }
 
-async fn org_teams(State(inner): State<Shared>, headers: HeaderMap, Path(org): Path<String>, query: Query) -> Response {
+async fn org_teams(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path(org): Path<String>,
+    query: Query,
+) -> Response {
     arrive(&inner, format!("GET /orgs/{org}/teams")).await;
     if !authorised(&headers) {
         return bad_credentials();
@@ -313,7 +388,10 @@ async fn org_teams(State(inner): State<Shared>, headers: HeaderMap, Path(org): P
     let teams = inner.lock().unwrap().pulls.teams.clone();
     match teams {
         Some(teams) => {
-            let list = teams.iter().map(|(slug, _)| json!({"slug": slug, "name": slug})).collect();
+            let list = teams
+                .iter()
+                .map(|(slug, _)| json!({"slug": slug, "name": slug}))
+                .collect();
             first_page(list, query.get("page").map(String::as_str))
         }
         None => (
@@ -329,15 +407,25 @@ async fn team_membership(
     headers: HeaderMap,
     Path((org, slug, login)): Path<(String, String, String)>,
 ) -> Response {
-    arrive(&inner, format!("GET /orgs/{org}/teams/{slug}/memberships/{login}")).await;
+    arrive(
+        &inner,
+        format!("GET /orgs/{org}/teams/{slug}/memberships/{login}"),
+    )
+    .await;
     if !authorised(&headers) {
         return bad_credentials();
     }
-    let member = inner.lock().unwrap().pulls.teams.as_ref().is_some_and(|teams| {
-        teams
-            .iter()
-            .any(|(s, members)| *s == slug && members.contains(&login.to_ascii_lowercase()))
-    });
+    let member = inner
+        .lock()
+        .unwrap()
+        .pulls
+        .teams
+        .as_ref()
+        .is_some_and(|teams| {
+            teams
+                .iter()
+                .any(|(s, members)| *s == slug && members.contains(&login.to_ascii_lowercase()))
+        });
     if member {
         Json(json!({"state": "active", "role": "member"})).into_response()
     } else {
@@ -350,7 +438,11 @@ async fn permission(
     headers: HeaderMap,
     Path((owner, repo, login)): Path<(String, String, String)>,
 ) -> Response {
-    arrive(&inner, format!("GET /repos/{owner}/{repo}/collaborators/{login}/permission")).await;
+    arrive(
+        &inner,
+        format!("GET /repos/{owner}/{repo}/collaborators/{login}/permission"),
+    )
+    .await;
     if !authorised(&headers) {
         return bad_credentials();
     }
@@ -359,8 +451,14 @@ async fn permission(
     if inner.pulls.non_collaborators.contains(&key) {
         return not_found();
     }
-    let permission = inner.pulls.permissions.get(&key).cloned().unwrap_or_else(|| "write".into());
-    Json(json!({"permission": permission, "role_name": permission, "user": {"login": login}})).into_response()
+    let permission = inner
+        .pulls
+        .permissions
+        .get(&key)
+        .cloned()
+        .unwrap_or_else(|| "write".into());
+    Json(json!({"permission": permission, "role_name": permission, "user": {"login": login}}))
+        .into_response()
 }
 
 #[derive(serde::Deserialize)]
@@ -375,11 +473,20 @@ async fn update_pull(
     Path((owner, repo, number)): Path<(String, String, u64)>,
     Json(patch): Json<PullPatch>,
 ) -> Response {
-    arrive(&inner, format!("PATCH /repos/{owner}/{repo}/pulls/{number}")).await;
+    arrive(
+        &inner,
+        format!("PATCH /repos/{owner}/{repo}/pulls/{number}"),
+    )
+    .await;
     if !authorised(&headers) {
         return bad_credentials();
     }
-    inner.lock().unwrap().pulls.pulls.insert(number, (patch.title.clone(), patch.body.clone()));
+    inner
+        .lock()
+        .unwrap()
+        .pulls
+        .pulls
+        .insert(number, (patch.title.clone(), patch.body.clone()));
     Json(json!({"number": number, "title": patch.title, "body": patch.body})).into_response()
 }
 
@@ -388,7 +495,11 @@ async fn cancel_run(
     headers: HeaderMap,
     Path((owner, repo, id)): Path<(String, String, u64)>,
 ) -> Response {
-    arrive(&inner, format!("POST /repos/{owner}/{repo}/actions/runs/{id}/cancel")).await;
+    arrive(
+        &inner,
+        format!("POST /repos/{owner}/{repo}/actions/runs/{id}/cancel"),
+    )
+    .await;
     if !authorised(&headers) {
         return bad_credentials();
     }
@@ -397,7 +508,10 @@ async fn cancel_run(
         return not_found();
     };
     if run["status"] == "completed" {
-        return (StatusCode::CONFLICT, Json(json!({"message": "Cannot cancel a workflow run that is completed."})))
+        return (
+            StatusCode::CONFLICT,
+            Json(json!({"message": "Cannot cancel a workflow run that is completed."})),
+        )
             .into_response();
     }
     run["status"] = json!("completed");

@@ -1,0 +1,403 @@
+//! From read models to what the templates place: formatted figures, chart
+//! geometry, links that are safe to follow.
+
+use crate::charts::{daily_bars, grouped_bars, Grouped, Spark};
+use chrono::{DateTime, Utc};
+use longtx_core::JobState;
+use longtx_store::{Dashboard, JobPage, JobRow};
+use serde::{Deserialize, Serialize};
+
+/// What a page needs besides the data: configuration and the request's
+/// paging.
+#[derive(Debug, Clone)]
+pub struct PageSettings {
+    pub threshold_seconds: f64,
+    pub days: i64,
+    /// `None` when no dispatcher runs in this process.
+    pub max_per_day: Option<i64>,
+    pub dry_run: Option<bool>,
+    pub state_filter: Option<String>,
+    /// Zero-based.
+    pub sources_page: i64,
+    pub sources_per_page: i64,
+    pub jobs_per_page: i64,
+}
+
+#[derive(Debug, Serialize)]
+struct SourceView {
+    query_source: String,
+    jobs_href: String,
+    alerts: i64,
+    worst: String,
+    over: bool,
+    occurrences: Spark,
+    durations: Spark,
+}
+
+/// A job as a table row or a page header shows it.
+#[derive(Debug, Serialize)]
+pub(crate) struct JobView {
+    id: i64,
+    query_source: String,
+    state: String,
+    state_reason: Option<String>,
+    tables: String,
+    alerts: i32,
+    max_duration: String,
+    pr: Option<Link>,
+    run: Option<Link>,
+    updated: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Link {
+    text: String,
+    /// Only http(s) URLs become links; anything else is shown as text.
+    href: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct StateCount {
+    state: String,
+    count: i64,
+    active: bool,
+    selected: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct WeekRow {
+    week: String,
+    opened: i64,
+    merged: i64,
+    closed: i64,
+    wontfix: i64,
+}
+
+#[derive(Debug, Serialize)]
+struct ReviewerRow {
+    reviewer: String,
+    team: bool,
+    requested: i64,
+    open: i64,
+    /// Width of the load bar, 0..=100.
+    bar: f64,
+}
+
+pub(crate) fn dashboard_context(data: &Dashboard, settings: &PageSettings) -> tera::Context {
+    let mut context = tera::Context::new();
+    let threshold = settings.threshold_seconds;
+    let sources: Vec<SourceView> = data
+        .sources
+        .iter()
+        .map(|s| SourceView {
+            query_source: s.query_source.clone(),
+            jobs_href: format!("/?query_source={}", encode(&s.query_source)),
+            alerts: s.alerts,
+            worst: seconds(s.max_duration_seconds),
+            over: s.max_duration_seconds.is_some_and(|d| d > threshold),
+            occurrences: daily_bars(
+                &s.days
+                    .iter()
+                    .map(|d| (d.day, Some(d.alerts as f64)))
+                    .collect::<Vec<_>>(),
+                data.today,
+                settings.days,
+                None,
+                |v| format!("{v} alerts"),
+            ),
+            durations: daily_bars(
+                &s.days
+                    .iter()
+                    .map(|d| (d.day, d.max_duration_seconds))
+                    .collect::<Vec<_>>(),
+                data.today,
+                settings.days,
+                Some(threshold),
+                |v| format!("longest {v:.0} s"),
+            ),
+        })
+        .collect();
+    let states: Vec<StateCount> = JobState::ALL
+        .iter()
+        .map(|state| StateCount {
+            state: state.as_str().to_owned(),
+            count: data
+                .jobs_by_state
+                .iter()
+                .find(|(s, _)| s == state.as_str())
+                .map_or(0, |(_, n)| *n),
+            active: state.is_active(),
+            selected: settings.state_filter.as_deref() == Some(state.as_str()),
+        })
+        .collect();
+    let weeks: Vec<WeekRow> = data
+        .weeks
+        .iter()
+        .map(|w| WeekRow {
+            week: w.week.format("%Y-%m-%d").to_string(),
+            opened: w.opened,
+            merged: w.merged,
+            closed: w.closed,
+            wontfix: w.wontfix,
+        })
+        .collect();
+    let chart: Grouped = grouped_bars(
+        &weeks
+            .iter()
+            .map(|w| {
+                (
+                    w.week[5..].to_owned(),
+                    vec![w.opened, w.merged, w.closed, w.wontfix],
+                )
+            })
+            .collect::<Vec<_>>(),
+        &[
+            ("opened", "opened"),
+            ("merged", "merged"),
+            ("closed", "closed"),
+            ("wontfix", "wontfix"),
+        ],
+    );
+    let (merged, decided) = weeks.iter().fold((0, 0), |(m, d), w| {
+        (m + w.merged, d + w.merged + w.closed + w.wontfix)
+    });
+    let most_open = data
+        .reviewers
+        .iter()
+        .map(|r| r.open.max(r.requested))
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let reviewers: Vec<ReviewerRow> = data
+        .reviewers
+        .iter()
+        .map(|r| ReviewerRow {
+            reviewer: r.reviewer.clone(),
+            team: r.reviewer.starts_with('@'),
+            requested: r.requested,
+            open: r.open,
+            bar: (r.open as f64 / most_open as f64 * 100.0).round(),
+        })
+        .collect();
+    let jobs: Vec<JobView> = data.jobs.iter().map(job_view).collect();
+
+    context.insert("threshold", &format!("{threshold:.0} s"));
+    context.insert("days", &settings.days);
+    context.insert("today", &data.today.to_string());
+    context.insert("sources", &sources);
+    context.insert("source_count", &data.source_count);
+    context.insert("states", &states);
+    context.insert("weeks", &weeks);
+    context.insert("week_chart", &chart);
+    context.insert(
+        "merge_rate",
+        &(decided > 0).then(|| format!("{:.0}%", merged as f64 / decided as f64 * 100.0)),
+    );
+    context.insert("merged_total", &merged);
+    context.insert("decided_total", &decided);
+    context.insert("reviewers", &reviewers);
+    context.insert("dispatch", &data.dispatch);
+    context.insert("max_per_day", &settings.max_per_day);
+    context.insert("dry_run", &settings.dry_run);
+    context.insert("jobs", &jobs);
+    context.insert("state_filter", &settings.state_filter);
+    context.insert("pages", &paging(data, settings));
+    context
+}
+
+#[derive(Debug, Serialize)]
+struct Paging {
+    sources_prev: Option<String>,
+    sources_next: Option<String>,
+    sources_from: i64,
+    sources_to: i64,
+    jobs_next: Option<String>,
+}
+
+fn paging(data: &Dashboard, settings: &PageSettings) -> Paging {
+    let state = settings
+        .state_filter
+        .as_deref()
+        .map(|s| format!("&state={}", encode(s)))
+        .unwrap_or_default();
+    let page = settings.sources_page;
+    let per = settings.sources_per_page;
+    let href = |p: i64| format!("/?sources_page={p}{state}");
+    Paging {
+        sources_prev: (page > 0).then(|| href(page - 1)),
+        sources_next: ((page + 1) * per < data.source_count).then(|| href(page + 1)),
+        sources_from: (page * per + 1).min(data.source_count),
+        sources_to: ((page + 1) * per).min(data.source_count),
+        jobs_next: (data.jobs.len() as i64 >= settings.jobs_per_page)
+            .then(|| {
+                data.jobs
+                    .last()
+                    .map(|j| format!("/?before={}{state}", j.id))
+            })
+            .flatten(),
+    }
+}
+
+/// What `jobs.reviewers` holds, as the reviewer worker records it.
+#[derive(Debug, Default, Deserialize)]
+struct ReviewRecord {
+    source: Option<String>,
+    #[serde(default)]
+    requested: Vec<Requested>,
+    #[serde(default)]
+    skipped: Vec<(String, String)>,
+    error: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Requested {
+    reviewer: ReviewerRef,
+    reason: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct ReviewerRef {
+    kind: String,
+    name: String,
+}
+
+#[derive(Debug, Serialize)]
+struct EventView {
+    received: String,
+    origin: String,
+    table: Option<String>,
+    duration: String,
+    outcome: String,
+    detail: Option<String>,
+}
+
+pub(crate) fn job_context(page: &JobPage, settings: &PageSettings) -> tera::Context {
+    let job = &page.job;
+    let mut context = tera::Context::new();
+    let record: ReviewRecord = job
+        .reviewers
+        .clone()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default();
+    let events: Vec<EventView> = page
+        .events
+        .iter()
+        .map(|e| EventView {
+            received: time(e.received_at),
+            origin: e.origin.clone(),
+            table: e.table_name.clone(),
+            duration: seconds(e.duration_seconds),
+            outcome: e.outcome.clone(),
+            detail: e.detail.clone(),
+        })
+        .collect();
+    let alert_links: Vec<Link> = job
+        .alert_links
+        .iter()
+        .map(|l| link(l.clone(), Some(l)))
+        .collect();
+    let dispatches: Vec<(String, String, bool, Option<i64>)> = page
+        .dispatches
+        .iter()
+        .map(|d| (time(d.created_at), d.outcome.clone(), d.dry_run, d.run_id))
+        .collect();
+    context.insert("job", &job_view(job));
+    context.insert("threshold", &format!("{:.0} s", settings.threshold_seconds));
+    context.insert("first_seen", &time(job.first_seen_at));
+    context.insert("last_seen", &time(job.last_seen_at));
+    context.insert("created", &time(job.created_at));
+    context.insert("ended", &job.ended_at.map(time));
+    context.insert("dispatched", &job.dispatched_at.map(time));
+    context.insert("dispatch_attempts", &job.dispatch_attempts);
+    context.insert("pr_opened", &job.pr_opened_at.map(time));
+    context.insert("alert_links", &alert_links);
+    context.insert("events", &events);
+    context.insert("prompt", &page.prompt);
+    context.insert("prompt_revision", &job.prompt_revision);
+    context.insert("prompt_error", &job.prompt_error);
+    context.insert("prompt_truncation", &job.prompt_truncation);
+    context.insert("dispatches", &dispatches);
+    context.insert("reviewers_state", &job.reviewers_state);
+    context.insert("reviewer_source", &record.source);
+    context.insert("reviewers_requested", &record.requested);
+    context.insert("reviewers_skipped", &record.skipped);
+    context.insert("reviewers_error", &record.error);
+    context.insert("wontfix_state", &job.wontfix_state);
+    context.insert("wontfix_by", &job.wontfix_by);
+    context.insert("wontfix_detail", &job.wontfix_detail);
+    context.insert("wontfix_commit", &job.wontfix_commit);
+    context
+}
+
+fn job_view(job: &JobRow) -> JobView {
+    JobView {
+        id: job.id,
+        query_source: job.query_source.clone(),
+        state: job.state.clone(),
+        state_reason: job.state_reason.clone(),
+        tables: job.tables.join(", "),
+        alerts: job.alert_count,
+        max_duration: seconds(job.max_duration_seconds),
+        pr: job
+            .pr_number
+            .map(|n| link(format!("#{n}"), job.pr_url.as_deref())),
+        run: job
+            .run_id
+            .map(|id| link(format!("run {id}"), job.run_url.as_deref())),
+        updated: time(job.updated_at),
+    }
+}
+
+fn link(text: String, href: Option<&str>) -> Link {
+    let safe = href.filter(|h| {
+        let lower = h.to_ascii_lowercase();
+        lower.starts_with("https://") || lower.starts_with("http://")
+    });
+    Link {
+        text,
+        href: safe.map(str::to_owned),
+    }
+}
+
+fn seconds(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.0} s"))
+}
+
+fn time(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%d %H:%M UTC").to_string()
+}
+
+/// Percent-encodes a query value (tera then escapes the `&` for HTML).
+fn encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(byte as char)
+            }
+            _ => out.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_web_links_are_followable() {
+        assert!(link("x".into(), Some("https://github.com/o/r/pull/1"))
+            .href
+            .is_some());
+        assert!(link("x".into(), Some("JavaScript:alert(1)")).href.is_none());
+        assert!(link("x".into(), Some("data:text/html,hi")).href.is_none());
+        assert!(link("x".into(), None).href.is_none());
+    }
+
+    #[test]
+    fn query_values_are_percent_encoded() {
+        assert_eq!(encode("admin/users#update"), "admin%2Fusers%23update");
+        assert_eq!(encode("a&b=<c>"), "a%26b%3D%3Cc%3E");
+    }
+}

@@ -1,0 +1,309 @@
+//! What the dashboard shows, aggregated in SQL: daily alerts per source
+//! (from the roll-up plus the events not rolled up yet), jobs by state, PRs
+//! per week, reviewer load and dispatch. Every read is one read-only
+//! transaction on one connection, so the figures on a page agree.
+
+use crate::dispatch::dispatch_counts;
+use crate::jobs::{list_jobs_on, JOB_COLUMNS};
+use crate::{AlertEventRow, DispatchStatus, JobFilter, JobRow, Store, StoreError};
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::Serialize;
+use sqlx::Row;
+
+/// Which slice of the data a dashboard page shows.
+#[derive(Debug, Clone)]
+pub struct DashboardQuery {
+    /// Days of alert history in the charts, today included.
+    pub days: i32,
+    /// Sources per page, most alerts first.
+    pub sources_per_page: i64,
+    pub sources_offset: i64,
+    pub jobs: JobFilter,
+    pub weeks: i32,
+    pub reviewers: i64,
+}
+
+/// One source's alerts per day over the window; days without alerts are
+/// absent.
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceSeries {
+    pub query_source: String,
+    pub alerts: i64,
+    pub max_duration_seconds: Option<f64>,
+    pub days: Vec<DayFigure>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DayFigure {
+    pub day: NaiveDate,
+    pub alerts: i64,
+    pub max_duration_seconds: Option<f64>,
+}
+
+/// Fix PRs by the week (Monday, UTC) they were opened or ended in.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct WeekFigure {
+    pub week: NaiveDate,
+    pub opened: i64,
+    pub merged: i64,
+    pub closed: i64,
+    pub wontfix: i64,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ReviewerLoad {
+    /// A lowercased login, or `@org/team` for a team.
+    pub reviewer: String,
+    /// Requests in the last 90 days.
+    pub requested: i64,
+    /// Requests whose PR is still in review.
+    pub open: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Dashboard {
+    pub today: NaiveDate,
+    pub jobs_by_state: Vec<(String, i64)>,
+    pub sources: Vec<SourceSeries>,
+    /// Sources with alerts in the window, for paging.
+    pub source_count: i64,
+    pub weeks: Vec<WeekFigure>,
+    pub reviewers: Vec<ReviewerLoad>,
+    pub dispatch: DispatchStatus,
+    pub jobs: Vec<JobRow>,
+}
+
+/// A job with everything its page shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobPage {
+    pub job: JobRow,
+    pub events: Vec<AlertEventRow>,
+    pub prompt: Option<String>,
+    pub dispatches: Vec<DispatchRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct DispatchRecord {
+    pub created_at: DateTime<Utc>,
+    pub dry_run: bool,
+    pub outcome: String,
+    pub run_id: Option<i64>,
+}
+
+/// Which alerts count as occurrences: every alert naming a source, except
+/// resolutions and refused payloads.
+const COUNTED: &str = "query_source IS NOT NULL AND outcome NOT IN ('resolved', 'rejected')";
+
+const ROLL_UP_SQL: &str = r#"
+WITH batch AS (
+    SELECT id FROM alert_events WHERE NOT rolled_up ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+),
+marked AS (
+    UPDATE alert_events e SET rolled_up = true FROM batch WHERE e.id = batch.id
+    RETURNING e.query_source, e.received_at, e.duration_seconds, e.outcome
+),
+daily AS (
+    SELECT query_source, (received_at AT TIME ZONE 'UTC')::date AS day,
+           count(*) AS alerts, max(duration_seconds) AS max_duration_seconds
+    FROM marked
+    WHERE query_source IS NOT NULL AND outcome NOT IN ('resolved', 'rejected')
+    GROUP BY 1, 2
+),
+upsert AS (
+    INSERT INTO alert_daily (query_source, day, alerts, max_duration_seconds)
+    SELECT query_source, day, alerts, max_duration_seconds FROM daily ORDER BY 1, 2
+    ON CONFLICT (query_source, day) DO UPDATE SET
+        alerts = alert_daily.alerts + EXCLUDED.alerts,
+        max_duration_seconds = GREATEST(alert_daily.max_duration_seconds, EXCLUDED.max_duration_seconds)
+)
+SELECT count(*) FROM marked
+"#;
+
+impl Store {
+    /// Adds up to `batch` events to the daily roll-up in one short
+    /// transaction; returns how many. One replica rolls up at a time (an
+    /// advisory lock), so two never fight over the same daily rows.
+    pub async fn roll_up_alerts(&self, batch: i64) -> Result<u64, StoreError> {
+        let mut tx = self.begin().await?;
+        let ours: bool = sqlx::query_scalar(
+            "SELECT pg_try_advisory_xact_lock(hashtext('longtx.alert_roll_up'))",
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        if !ours {
+            return Ok(0);
+        }
+        let rolled: i64 = sqlx::query_scalar(ROLL_UP_SQL)
+            .bind(batch.max(1))
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(rolled as u64)
+    }
+
+    pub async fn dashboard(&self, query: &DashboardQuery) -> Result<Dashboard, StoreError> {
+        let mut tx = self.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        let today: NaiveDate = sqlx::query_scalar("SELECT (now() AT TIME ZONE 'UTC')::date")
+            .fetch_one(&mut *tx)
+            .await?;
+        let jobs_by_state =
+            sqlx::query_as("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state")
+                .fetch_all(&mut *tx)
+                .await?;
+        let (sources, source_count) = source_series(&mut tx, query).await?;
+        let weeks = week_figures(&mut tx, query.weeks).await?;
+        let reviewers = sqlx::query_as::<_, ReviewerLoad>(
+            "SELECT r.reviewer, \
+                    count(*) FILTER (WHERE r.requested_at >= now() - interval '90 days') AS requested, \
+                    count(*) FILTER (WHERE j.state = 'in_review') AS open \
+             FROM review_requests r JOIN jobs j ON j.id = r.job_id \
+             WHERE r.requested_at >= now() - interval '90 days' OR j.state = 'in_review' \
+             GROUP BY r.reviewer ORDER BY open DESC, requested DESC, r.reviewer LIMIT $1",
+        )
+        .bind(query.reviewers.clamp(1, 200))
+        .fetch_all(&mut *tx)
+        .await?;
+        let dispatch = dispatch_counts(&mut tx).await?;
+        let jobs = list_jobs_on(&mut tx, &query.jobs).await?;
+        tx.commit().await?;
+        Ok(Dashboard {
+            today,
+            jobs_by_state,
+            sources,
+            source_count,
+            weeks,
+            reviewers,
+            dispatch,
+            jobs,
+        })
+    }
+
+    /// A job, its newest 100 alerts, its prompt and its dispatches.
+    pub async fn job_page(&self, id: i64) -> Result<Option<JobPage>, StoreError> {
+        let mut tx = self.begin().await?;
+        let job =
+            sqlx::query_as::<_, JobRow>(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(job) = job else { return Ok(None) };
+        let events = sqlx::query_as::<_, AlertEventRow>(
+            "SELECT id, received_at, origin, query_source, table_name, duration_seconds, outcome, \
+                    detail, job_id, raw_payload \
+             FROM alert_events WHERE job_id = $1 ORDER BY id DESC LIMIT 100",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let prompt = sqlx::query_scalar("SELECT prompt FROM jobs WHERE id = $1")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let dispatches = sqlx::query_as::<_, DispatchRecord>(
+            "SELECT created_at, dry_run, outcome, run_id FROM dispatches WHERE job_id = $1 ORDER BY id DESC LIMIT 20",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Some(JobPage {
+            job,
+            events,
+            prompt,
+            dispatches,
+        }))
+    }
+}
+
+async fn source_series(
+    conn: &mut sqlx::PgConnection,
+    query: &DashboardQuery,
+) -> Result<(Vec<SourceSeries>, i64), StoreError> {
+    let sql = format!(
+        "WITH since AS (SELECT (now() AT TIME ZONE 'UTC')::date - ($1::int - 1) AS day), \
+         live AS ( \
+             SELECT query_source, (received_at AT TIME ZONE 'UTC')::date AS day, \
+                    count(*) AS alerts, max(duration_seconds) AS max_d \
+             FROM alert_events WHERE NOT rolled_up AND {COUNTED} GROUP BY 1, 2), \
+         merged AS ( \
+             SELECT query_source, day, sum(alerts)::int8 AS alerts, max(max_d) AS max_d FROM ( \
+                 SELECT query_source, day, alerts, max_duration_seconds AS max_d FROM alert_daily \
+                 WHERE day >= (SELECT day FROM since) \
+                 UNION ALL SELECT * FROM live WHERE day >= (SELECT day FROM since)) u \
+             GROUP BY 1, 2), \
+         top AS ( \
+             SELECT query_source, sum(alerts)::int8 AS total, max(max_d) AS worst, count(*) OVER () AS sources \
+             FROM merged GROUP BY 1 ORDER BY total DESC, query_source LIMIT $2 OFFSET $3) \
+         SELECT m.query_source, m.day, m.alerts, m.max_d, t.total, t.worst, t.sources \
+         FROM merged m JOIN top t USING (query_source) \
+         ORDER BY t.total DESC, m.query_source, m.day"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(query.days.clamp(1, 366))
+        .bind(query.sources_per_page.clamp(1, 200))
+        .bind(query.sources_offset.max(0))
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut series: Vec<SourceSeries> = Vec::new();
+    let mut count = 0;
+    for row in rows {
+        let source: String = row.try_get("query_source")?;
+        count = row.try_get("sources")?;
+        if series.last().is_none_or(|s| s.query_source != source) {
+            series.push(SourceSeries {
+                query_source: source,
+                alerts: row.try_get("total")?,
+                max_duration_seconds: row.try_get("worst")?,
+                days: Vec::new(),
+            });
+        }
+        let last = series.last_mut().expect("pushed above");
+        last.days.push(DayFigure {
+            day: row.try_get("day")?,
+            alerts: row.try_get("alerts")?,
+            max_duration_seconds: row.try_get("max_d")?,
+        });
+    }
+    if series.is_empty() && query.sources_offset > 0 {
+        // Past the last page: still say how many there are.
+        count = sqlx::query_scalar(&format!(
+            "SELECT count(DISTINCT query_source) FROM ( \
+                 SELECT query_source FROM alert_daily WHERE day >= (now() AT TIME ZONE 'UTC')::date - ($1::int - 1) \
+                 UNION SELECT query_source FROM alert_events WHERE NOT rolled_up AND {COUNTED}) s"
+        ))
+        .bind(query.days.clamp(1, 366))
+        .fetch_one(&mut *conn)
+        .await?;
+    }
+    Ok((series, count))
+}
+
+async fn week_figures(
+    conn: &mut sqlx::PgConnection,
+    weeks: i32,
+) -> Result<Vec<WeekFigure>, StoreError> {
+    Ok(sqlx::query_as::<_, WeekFigure>(
+        "WITH weeks AS ( \
+             SELECT generate_series(date_trunc('week', now() AT TIME ZONE 'UTC') - make_interval(weeks => $1::int - 1), \
+                                    date_trunc('week', now() AT TIME ZONE 'UTC'), interval '1 week')::date AS week), \
+         since AS (SELECT min(week)::timestamp AT TIME ZONE 'UTC' AS at FROM weeks), \
+         opened AS ( \
+             SELECT date_trunc('week', pr_opened_at AT TIME ZONE 'UTC')::date AS week, count(*) AS n \
+             FROM jobs WHERE pr_opened_at >= (SELECT at FROM since) GROUP BY 1), \
+         ended AS ( \
+             SELECT date_trunc('week', ended_at AT TIME ZONE 'UTC')::date AS week, \
+                    count(*) FILTER (WHERE state = 'merged') AS merged, \
+                    count(*) FILTER (WHERE state = 'closed') AS closed, \
+                    count(*) FILTER (WHERE state = 'wontfix') AS wontfix \
+             FROM jobs WHERE ended_at >= (SELECT at FROM since) AND pr_number IS NOT NULL GROUP BY 1) \
+         SELECT w.week, COALESCE(o.n, 0) AS opened, COALESCE(e.merged, 0) AS merged, \
+                COALESCE(e.closed, 0) AS closed, COALESCE(e.wontfix, 0) AS wontfix \
+         FROM weeks w LEFT JOIN opened o USING (week) LEFT JOIN ended e USING (week) ORDER BY w.week",
+    )
+    .bind(weeks.clamp(1, 104))
+    .fetch_all(&mut *conn)
+    .await?)
+}
