@@ -24,6 +24,24 @@ pub fn query_source_from_comment(comment: &str) -> Option<String> {
     source_from_tags(&parse_tags(comment))
 }
 
+/// The `query_source` named by the first Query Logs comment inside a whole
+/// SQL statement (Rails appends the comment, or prepends it with
+/// `query_log_tags_prepend_comment`). The collector reads holders'
+/// statements with this; the intake reads labels with
+/// [`query_source_from_comment`]; both end in [`source_from_tags`].
+pub fn query_source_in_sql(sql: &str) -> Option<String> {
+    let mut rest = sql;
+    while let Some(start) = rest.find("/*") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("*/") else { break };
+        if let Some(source) = query_source_from_comment(&after[..end]) {
+            return Some(source);
+        }
+        rest = &after[end + 2..];
+    }
+    None
+}
+
 /// Picks the code path from tags, preferring the most specific one.
 pub fn source_from_tags(tags: &[(String, String)]) -> Option<String> {
     let get = |key: &str| {
@@ -175,6 +193,38 @@ pub fn underscore(segment: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_statement_is_searched_for_its_tags_comment() {
+        let appended =
+            "SELECT `orders`.* FROM `orders` WHERE `orders`.`id` = 1 LIMIT 1 FOR UPDATE \
+                        /*application:Shop,namespaced_controller:admin/orders,action:update*/";
+        assert_eq!(
+            query_source_in_sql(appended).as_deref(),
+            Some("admin/orders#update")
+        );
+        let prepended = "/*controller='checkouts',action='create'*/ UPDATE carts SET x = 1";
+        assert_eq!(
+            query_source_in_sql(prepended).as_deref(),
+            Some("checkouts#create")
+        );
+        let two = "/* plain note */ SELECT 1 /*sidekiq_worker:Billing::SyncWorker*/";
+        assert_eq!(
+            query_source_in_sql(two).as_deref(),
+            Some("Billing::SyncWorker")
+        );
+        assert_eq!(
+            query_source_in_sql("SELECT 1 /*rake_task:reports:monthly*/").as_deref(),
+            Some("rake:reports:monthly")
+        );
+        assert_eq!(
+            query_source_in_sql("SELECT 1 /*job='ExportJob'*/").as_deref(),
+            Some("ExportJob")
+        );
+        assert_eq!(query_source_in_sql("SELECT 1 /* unterminated"), None);
+        assert_eq!(query_source_in_sql("SELECT '/*' || x FROM t"), None);
+        assert_eq!(query_source_in_sql("SELECT 1"), None);
+    }
 
     #[test]
     fn legacy_namespaced_controller() {

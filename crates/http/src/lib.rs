@@ -14,7 +14,7 @@ mod state;
 pub use auth::{DashboardAuth, WebhookAuth};
 pub use error::ApiError;
 pub use github::{GitHubWebhook, MAX_GITHUB_BODY_BYTES};
-pub use state::{AppState, DispatchInfo};
+pub use state::{AppState, DispatchInfo, ExtraGauges};
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};

@@ -51,6 +51,10 @@ pub async fn metrics(
             series: vec![(vec![], pool.waiting as f64)],
         },
     ];
+    let mut gauges = Vec::from(gauges);
+    if let Some(extra) = &state.extra_gauges {
+        gauges.extend(extra());
+    }
     Ok((
         [(
             header::CONTENT_TYPE,

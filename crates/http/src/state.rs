@@ -25,7 +25,12 @@ pub struct AppState {
     pub reviews: Option<ReviewQueue>,
     /// Woken by the wontfix label; `None` when no wontfix worker runs.
     pub wontfix: Option<WontfixQueue>,
+    /// More gauges for `/metrics` (the in-process collector's).
+    pub extra_gauges: Option<ExtraGauges>,
 }
+
+/// Gauges read at scrape time from outside this crate.
+pub type ExtraGauges = Arc<dyn Fn() -> Vec<longtx_metrics::Gauge> + Send + Sync>;
 
 /// The dispatcher's configuration, for the status endpoint.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -54,6 +59,7 @@ impl AppState {
             github_webhook: None,
             reviews: None,
             wontfix: None,
+            extra_gauges: None,
         }
     }
 
@@ -78,6 +84,11 @@ impl AppState {
 
     pub fn with_reviews(mut self, queue: ReviewQueue) -> Self {
         self.reviews = Some(queue);
+        self
+    }
+
+    pub fn with_extra_gauges(mut self, gauges: ExtraGauges) -> Self {
+        self.extra_gauges = Some(gauges);
         self
     }
 

@@ -29,6 +29,8 @@ struct FileConfig {
     db_acquire_timeout: Option<String>,
     cooldown: Option<String>,
     alert_retention: Option<String>,
+    collect_dsn: Option<String>,
+    collect_interval: Option<String>,
     patterns_dir: Option<PathBuf>,
     prompt_template: Option<PathBuf>,
     repo_path: Option<PathBuf>,
@@ -73,6 +75,9 @@ pub struct Config {
     pub db_acquire_timeout: Duration,
     pub cooldown: Duration,
     pub alert_retention: Duration,
+    /// Run the lock-holder collector inside `serve` on this database.
+    pub collect_dsn: Option<longtx_collector::Dsn>,
+    pub collect_interval: Duration,
     /// The fix-pattern catalogue.
     pub patterns_dir: PathBuf,
     /// The prompt template; `patterns_dir/_prompt.md.tera` by default.
@@ -120,6 +125,8 @@ impl fmt::Debug for Config {
             .field("db_acquire_timeout", &self.db_acquire_timeout)
             .field("cooldown", &self.cooldown)
             .field("alert_retention", &self.alert_retention)
+            .field("collect_dsn", &self.collect_dsn)
+            .field("collect_interval", &self.collect_interval)
             .field("patterns_dir", &self.patterns_dir)
             .field("prompt_template", &self.prompt_template)
             .field("repo_path", &self.repo_path)
@@ -352,6 +359,20 @@ impl Config {
                 var("LONGTX_ALERT_RETENTION"),
                 file.alert_retention,
                 "30d",
+            )?,
+            collect_dsn: var("LONGTX_COLLECT_DSN")
+                .or(file.collect_dsn)
+                .filter(|v| !v.is_empty())
+                .map(|v| {
+                    v.parse()
+                        .map_err(|e: String| invalid("LONGTX_COLLECT_DSN", e))
+                })
+                .transpose()?,
+            collect_interval: duration(
+                "LONGTX_COLLECT_INTERVAL",
+                var("LONGTX_COLLECT_INTERVAL"),
+                file.collect_interval,
+                "15s",
             )?,
         })
     }
@@ -637,6 +658,7 @@ mod tests {
             &[
                 ("LONGTX_WEBHOOK_TOKEN", "hunter2"),
                 ("LONGTX_DASHBOARD_TOKEN", "peekaboo"),
+                ("LONGTX_COLLECT_DSN", "mysql://collector:dbpass@db:3306"),
                 ("DATABASE_URL", "postgres://u:pw@h/db"),
             ],
             None,
@@ -644,7 +666,10 @@ mod tests {
         .unwrap();
         let shown = format!("{c:?}");
         assert!(
-            !shown.contains("hunter2") && !shown.contains("peekaboo") && !shown.contains("pw@"),
+            !shown.contains("hunter2")
+                && !shown.contains("peekaboo")
+                && !shown.contains("dbpass")
+                && !shown.contains("pw@"),
             "{shown}"
         );
         let err = load(&[("GITHUB_TOKEN", "ghp_x")], None)

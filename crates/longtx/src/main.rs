@@ -1,6 +1,7 @@
 //! The `longtx` binary: configuration, wiring and process lifecycle.
 //! Everything that decides anything lives in the library crates.
 
+mod collect;
 mod config;
 mod database;
 mod offline;
@@ -32,6 +33,25 @@ enum Command {
     Serve,
     /// Apply database migrations and exit.
     Migrate,
+    /// Measure, per table, the longest transaction holding a metadata lock
+    /// and its query_source; serve the figures on /metrics for Prometheus.
+    Collect {
+        /// mysql://user:password@host:3306/db (MySQL 8, Aurora, MariaDB) or
+        /// postgres://user@host:5432/db (PostgreSQL 14+).
+        #[arg(long, env = "LONGTX_COLLECT_DSN", hide_env_values = true)]
+        dsn: longtx_collector::Dsn,
+        #[arg(long, default_value = "127.0.0.1:9187")]
+        listen: std::net::SocketAddr,
+        /// How often to poll the database.
+        #[arg(long, default_value = "15s", value_parser = collect::parse_interval)]
+        interval: std::time::Duration,
+        /// The statement and connect timeout.
+        #[arg(long, default_value = "5s", value_parser = collect::parse_interval)]
+        timeout: std::time::Duration,
+        /// Distinct query_source labels per poll; the rest become `other`.
+        #[arg(long, default_value_t = 100)]
+        max_sources: usize,
+    },
     /// Work with the fix-pattern catalogue.
     Patterns {
         #[command(subcommand)]
@@ -189,7 +209,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             return offline::print_reviewers(&config, args);
         }
-        Command::Serve | Command::Migrate => {}
+        Command::Serve | Command::Migrate | Command::Collect { .. } => {}
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -197,6 +217,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     match cli.command {
         Command::Serve => runtime.block_on(serve::serve(config)),
+        Command::Collect {
+            dsn,
+            listen,
+            interval,
+            timeout,
+            max_sources,
+        } => runtime.block_on(collect::run(collect::CollectArgs {
+            dsn,
+            listen,
+            interval,
+            timeout,
+            max_sources,
+        })),
         Command::Patterns { .. }
         | Command::Prompt { .. }
         | Command::Reviewers { .. }

@@ -43,6 +43,21 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     )
     .with_prompts(prompts)
     .with_dashboard_token(config.dashboard_token.clone());
+    let state = match &config.collect_dsn {
+        Some(dsn) => {
+            let collector = longtx_collector::Collector::spawn(longtx_collector::Settings {
+                dsn: dsn.clone(),
+                interval: config.collect_interval,
+                timeout: Duration::from_secs(5),
+                caps: longtx_collector::Caps {
+                    max_sources: 100,
+                    max_tables: 500,
+                },
+            });
+            state.with_extra_gauges(Arc::new(move || collector.gauges()))
+        }
+        None => state,
+    };
     let state = match start_dispatcher(&config, &db.store, state).await {
         Ok(state) => state,
         Err(err) => {
@@ -191,7 +206,7 @@ async fn roll_up_alerts(store: longtx_store::Store) {
     }
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .expect("installing the SIGTERM handler");

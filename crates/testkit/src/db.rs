@@ -97,6 +97,27 @@ impl TestDatabase {
         Store::connect(self.options.clone(), settings)
     }
 
+    /// A URL for this database, for programs given a DSN (`longtx collect`).
+    /// A password in LONGTX_TEST_DATABASE_URL is not carried over.
+    pub fn url(&self) -> String {
+        let o = &self.options;
+        let database = o.get_database().unwrap_or("postgres");
+        let host = o.get_host();
+        if host.starts_with('/') {
+            format!(
+                "postgres://{}@localhost:{}/{database}?host={host}",
+                o.get_username(),
+                o.get_port()
+            )
+        } else {
+            format!(
+                "postgres://{}@{host}:{}/{database}",
+                o.get_username(),
+                o.get_port()
+            )
+        }
+    }
+
     /// A single connection for assertions that read tables directly.
     pub async fn connect(&self) -> sqlx::PgConnection {
         self.options

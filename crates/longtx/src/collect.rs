@@ -1,0 +1,70 @@
+//! `longtx collect`: the collector on its own `/metrics` listener, for
+//! Prometheus to scrape next to the database.
+
+use anyhow::Context;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use longtx_collector::{Caps, Collector, Dsn, Settings};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+pub struct CollectArgs {
+    pub dsn: Dsn,
+    pub listen: SocketAddr,
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub max_sources: usize,
+}
+
+pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let collector = Collector::spawn(Settings {
+        dsn: args.dsn,
+        interval: args.interval,
+        timeout: args.timeout,
+        caps: Caps {
+            max_sources: args.max_sources,
+            max_tables: 500,
+        },
+    });
+    tracing::info!(listen = %args.listen, "serving the collector's /metrics");
+    let app = axum::Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok" }))
+        .with_state(collector);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(crate::serve::shutdown_signal())
+        .await
+        .context("serving HTTP")
+}
+
+async fn metrics(State(collector): State<Collector>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        longtx_metrics::render(&collector.gauges()),
+    )
+}
+
+/// `15s`, `1m`, `500ms`, or bare seconds.
+pub fn parse_interval(raw: &str) -> Result<Duration, String> {
+    let d = match raw.trim().strip_suffix("ms") {
+        Some(millis) => Duration::from_millis(
+            millis
+                .trim()
+                .parse()
+                .map_err(|_| format!("invalid duration {raw:?}"))?,
+        ),
+        None => longtx_core::duration::parse_duration(raw).map_err(|e| e.to_string())?,
+    };
+    if d < Duration::from_millis(100) {
+        return Err("at least 100ms".into());
+    }
+    Ok(d)
+}
