@@ -22,7 +22,7 @@ INSERT INTO jobs (query_source, state, tables, alert_count, max_duration_seconds
 SELECT 'app/controller_' || (i % 1000) || '#update',
        s.state, '{orders}', 1 + i % 40, 100 + i % 500,
        now() - make_interval(days => (1 + i % 180)::int), now(),
-       CASE WHEN s.state IN ('queued', 'dispatching', 'agent_running', 'in_review') THEN NULL
+       CASE WHEN s.state IN ('queued', 'dispatching', 'agent_running', 'pre_review', 'in_review') THEN NULL
             ELSE now() - make_interval(days => (i % 180)::int) END,
        now() - make_interval(days => (1 + i % 180)::int), i, 'https://github.com/acme/monolith/actions/runs/' || i,
        CASE WHEN s.state IN ('in_review', 'merged', 'closed', 'wontfix', 'rejected_by_review') THEN i END,

@@ -149,5 +149,6 @@ fn job() -> JobFacts {
         last_seen_at: Some("2026-12-02T10:04:15Z".into()),
         threshold_seconds: 100.0,
         alert_links: vec!["https://app.datadoghq.com/monitors/1".into()],
+        previous_rejection: Vec::new(),
     }
 }

@@ -185,27 +185,40 @@ pub enum PrEvent {
 /// The state a job moves to, or `None` when the event changes nothing.
 /// A PR event for a job that already ended only revives it when a person
 /// reopened the PR (or a late `opened` shows the PR exists after all).
-pub fn next_state(current: JobState, event: &PrEvent) -> Option<JobState> {
+pub fn next_state(current: JobState, event: &PrEvent, gate: ReviewGate) -> Option<JobState> {
     use JobState::*;
     let waiting_for_pr = matches!(current, Dispatching | AgentRunning);
+    let open = matches!(current, InReview | PreReview);
     let to = match event {
         PrEvent::Opened | PrEvent::Synchronized
             if waiting_for_pr || matches!(current, NoPr | Expired | Failed) =>
         {
-            InReview
+            match gate {
+                ReviewGate::PreReviewFirst => PreReview,
+                ReviewGate::PeopleAtOnce => InReview,
+            }
         }
+        // A person reopening a PR the pre-review closed overrides it.
         PrEvent::Reopened
             if waiting_for_pr
                 || matches!(current, NoPr | Expired | Failed | Closed | RejectedByReview) =>
         {
             InReview
         }
-        PrEvent::Closed { merged: true } if waiting_for_pr || current == InReview => Merged,
-        PrEvent::Closed { merged: false } if waiting_for_pr || current == InReview => Closed,
+        PrEvent::Closed { merged: true } if waiting_for_pr || open => Merged,
+        PrEvent::Closed { merged: false } if waiting_for_pr || open => Closed,
         PrEvent::RunCompleted if waiting_for_pr => NoPr,
         _ => return None,
     };
     (to != current).then_some(to)
+}
+
+/// Where a newly opened fix PR goes: to the AI pre-review first
+/// (`LONGTX_PRE_REVIEW` on or advisory), or straight to people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewGate {
+    PreReviewFirst,
+    PeopleAtOnce,
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ pub enum JobState {
     Dispatching,
     /// The agent's workflow run is going.
     AgentRunning,
+    /// A fix PR is open; the AI pre-review judges it before people see it.
+    PreReview,
     /// A fix PR is open and waits for people.
     InReview,
     Merged,
@@ -35,10 +37,11 @@ pub enum JobState {
 }
 
 impl JobState {
-    pub const ALL: [JobState; 12] = [
+    pub const ALL: [JobState; 13] = [
         JobState::Queued,
         JobState::Dispatching,
         JobState::AgentRunning,
+        JobState::PreReview,
         JobState::InReview,
         JobState::Merged,
         JobState::Closed,
@@ -52,10 +55,11 @@ impl JobState {
 
     /// States in which a job holds its `query_source`: a new alert for the
     /// same source joins this job instead of starting another agent run.
-    pub const ACTIVE: [JobState; 4] = [
+    pub const ACTIVE: [JobState; 5] = [
         JobState::Queued,
         JobState::Dispatching,
         JobState::AgentRunning,
+        JobState::PreReview,
         JobState::InReview,
     ];
 
@@ -64,6 +68,7 @@ impl JobState {
             JobState::Queued => "queued",
             JobState::Dispatching => "dispatching",
             JobState::AgentRunning => "agent_running",
+            JobState::PreReview => "pre_review",
             JobState::InReview => "in_review",
             JobState::Merged => "merged",
             JobState::Closed => "closed",

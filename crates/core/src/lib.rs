@@ -15,6 +15,7 @@ pub mod glob;
 pub mod ignore_list;
 pub mod job;
 pub mod policy;
+pub mod pre_review;
 pub mod query_logs;
 pub mod query_source;
 pub mod reviewers;

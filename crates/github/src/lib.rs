@@ -206,6 +206,13 @@ pub trait GitHub: Send + Sync + 'static {
         body: &str,
     ) -> impl Future<Output = Result<(), GitHubError>> + Send;
 
+    /// Closes a PR (closing a closed PR is a no-op).
+    fn close_pull(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> impl Future<Output = Result<(), GitHubError>> + Send;
+
     /// Cancels a workflow run; a run that already ended is left as is.
     fn cancel_run(
         &self,
@@ -231,6 +238,14 @@ pub trait GitHub: Send + Sync + 'static {
 /// The run name the workflow template sets; how a run is found by job.
 pub fn run_name_marker(job_id: i64) -> String {
     format!("longtx job {job_id}")
+}
+
+/// The run name of a job's pre-review for one head commit.
+pub fn pre_review_run_marker(job_id: i64, head_sha: &str) -> String {
+    format!(
+        "longtx pre-review {job_id} {}",
+        &head_sha[..head_sha.len().min(12)]
+    )
 }
 
 /// True when `run` was started for `job_id` (its name carries the marker,

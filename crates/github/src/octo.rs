@@ -389,6 +389,17 @@ impl GitHub for OctocrabGitHub {
         .map(drop)
     }
 
+    async fn close_pull(&self, repo: &RepoName, number: u64) -> Result<(), GitHubError> {
+        let patch = serde_json::json!({"state": "closed"});
+        self.send(
+            "PATCH",
+            &format!("/repos/{repo}/pulls/{number}"),
+            Some(&patch),
+        )
+        .await
+        .map(drop)
+    }
+
     async fn cancel_run(&self, repo: &RepoName, run_id: u64) -> Result<(), GitHubError> {
         let path = format!("/repos/{repo}/actions/runs/{run_id}/cancel");
         match self.send("POST", &path, None).await {

@@ -14,9 +14,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use hmac::{Hmac, Mac};
+use longtx_core::github_events::ReviewGate;
 use longtx_core::github_events::{
     correlate, job_of_run, Correlation, PrEvent, PullRequestEvent, WorkflowRunEvent,
 };
+use longtx_core::pre_review::PreReviewMode;
 use longtx_store::{Applied, Delivery, PrFacts};
 use serde::Serialize;
 use sha2::Sha256;
@@ -33,6 +35,8 @@ pub struct GitHubWebhook {
     pub repo: String,
     /// The label that declines a fix.
     pub wontfix_label: String,
+    /// Whether a new fix PR waits for the AI pre-review.
+    pub pre_review: PreReviewMode,
 }
 
 impl GitHubWebhook {
@@ -41,6 +45,20 @@ impl GitHubWebhook {
             secret: secret.as_bytes().to_vec(),
             repo: repo.to_owned(),
             wontfix_label: longtx_core::github_events::WONTFIX_LABEL.to_owned(),
+            pre_review: PreReviewMode::Off,
+        }
+    }
+
+    pub fn with_pre_review(mut self, mode: PreReviewMode) -> Self {
+        self.pre_review = mode;
+        self
+    }
+
+    fn gate(&self) -> ReviewGate {
+        if self.pre_review.is_enabled() {
+            ReviewGate::PreReviewFirst
+        } else {
+            ReviewGate::PeopleAtOnce
         }
     }
 
@@ -237,7 +255,7 @@ async fn pull_request(
             tracing::warn!(pr = pr.number, %why, "PR names a longtx job but cannot be trusted; nothing done");
             state
                 .store
-                .apply_github_event(&delivery, None, None, None, &why)
+                .apply_github_event(&delivery, None, None, None, webhook.gate(), &why)
                 .await?;
             return Ok(answer(
                 StatusCode::ACCEPTED,
@@ -259,8 +277,18 @@ async fn pull_request(
     tracing::Span::current().record("job_id", job_id);
     let applied = state
         .store
-        .apply_github_event(&delivery, Some(job_id), Some(&change), Some(&facts), "")
+        .apply_github_event(
+            &delivery,
+            Some(job_id),
+            Some(&change),
+            Some(&facts),
+            webhook.gate(),
+            "",
+        )
         .await?;
+    if let Some(pre_reviews) = &state.pre_reviews {
+        pre_reviews.poke();
+    }
     match &applied {
         Applied::WontfixRequested => {
             tracing::info!(job_id, "wontfix label taken");
@@ -322,6 +350,7 @@ async fn workflow_run(
             Some(job_id),
             Some(&PrEvent::RunCompleted),
             None,
+            webhook.gate(),
             &detail,
         )
         .await?;

@@ -9,6 +9,7 @@ mod error;
 mod github;
 mod intake;
 mod metrics;
+mod pre_review;
 mod state;
 
 pub use auth::{DashboardAuth, WebhookAuth};
@@ -37,6 +38,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/jobs", get(api::list_jobs))
         .route("/api/jobs/{id}", get(api::get_job))
         .route("/api/jobs/{id}/prompt", get(api::get_prompt))
+        .route("/api/jobs/{id}/pre-review", post(pre_review::receive))
         .route("/api/dispatch", get(api::dispatch_status))
         .route("/api/pause", post(api::pause))
         .route("/api/resume", post(api::resume))

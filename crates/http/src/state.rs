@@ -1,8 +1,9 @@
 use crate::auth::{DashboardAuth, WebhookAuth};
 use crate::github::GitHubWebhook;
+use longtx_core::pre_review::PreReviewMode;
 use longtx_core::{IgnoreList, IntakePolicy};
 use longtx_dashboard::Pages;
-use longtx_pipeline::{LiveIgnoreList, PromptQueue, ReviewQueue, WontfixQueue};
+use longtx_pipeline::{LiveIgnoreList, PreReviewQueue, PromptQueue, ReviewQueue, WontfixQueue};
 use longtx_store::Store;
 use std::sync::Arc;
 
@@ -25,6 +26,10 @@ pub struct AppState {
     pub reviews: Option<ReviewQueue>,
     /// Woken by the wontfix label; `None` when no wontfix worker runs.
     pub wontfix: Option<WontfixQueue>,
+    /// Woken when a fix PR waits for (or has) a pre-review verdict.
+    pub pre_reviews: Option<PreReviewQueue>,
+    /// How verdicts are applied; `Off` when no pre-review runs.
+    pub pre_review_mode: PreReviewMode,
     /// More gauges for `/metrics` (the in-process collector's).
     pub extra_gauges: Option<ExtraGauges>,
 }
@@ -60,6 +65,8 @@ impl AppState {
             reviews: None,
             wontfix: None,
             extra_gauges: None,
+            pre_reviews: None,
+            pre_review_mode: PreReviewMode::Off,
         }
     }
 
@@ -84,6 +91,12 @@ impl AppState {
 
     pub fn with_reviews(mut self, queue: ReviewQueue) -> Self {
         self.reviews = Some(queue);
+        self
+    }
+
+    pub fn with_pre_reviews(mut self, mode: PreReviewMode, queue: PreReviewQueue) -> Self {
+        self.pre_review_mode = mode;
+        self.pre_reviews = Some(queue);
         self
     }
 

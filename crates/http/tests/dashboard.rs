@@ -65,6 +65,7 @@ fn every_state() -> Vec<Seed> {
         job("Billing::InvoiceSyncWorker", Queued),
         job("admin/users#update", Dispatching),
         job("rake:reports:monthly", AgentRunning).run(9001),
+        job("payments#refund", PreReview).run(9011).pr(43),
         job("orders#create", InReview).run(9002).pr(41).reviewer(
             "user",
             "alice",
@@ -139,8 +140,8 @@ async fn seed(app: &TestApp) -> Vec<i64> {
     }
     // alice also reviewed a fix that merged: 2 requests, 1 open.
     sqlx::query("INSERT INTO review_requests (job_id, reviewer) VALUES ($1, 'alice'), ($2, 'bob')")
-        .bind(ids[5])
-        .bind(ids[7])
+        .bind(ids[6])
+        .bind(ids[8])
         .execute(&mut conn)
         .await
         .unwrap();
@@ -249,12 +250,12 @@ async fn chromium_renders_every_state_the_charts_and_escapes_hostile_values() {
     }
     assert_eq!(
         dom.matches(r#"<tr class="job""#).count(),
-        14,
+        15,
         "one row per job"
     );
     assert_eq!(
         dom.matches(r#"<tr class="source""#).count(),
-        14,
+        15,
         "one chart row per source"
     );
     assert!(dom.contains(r#"href="https://github.com/acme/monolith/pull/41""#));
@@ -269,8 +270,8 @@ async fn chromium_renders_every_state_the_charts_and_escapes_hostile_values() {
     );
     assert!(dom.contains(r#"id="paused""#), "dispatch is paused");
     assert!(
-        dom.contains("dispatched today <b>9 / 10</b>"),
-        "9 jobs with a run dispatched today, of the cap"
+        dom.contains("dispatched today <b>10 / 10</b>"),
+        "10 jobs with a run dispatched today, of the cap"
     );
     // 15 alerts for the hostile source (14 daily + 1), the most, so first;
     // its longest (480 s) is over the threshold.
@@ -292,7 +293,7 @@ async fn chromium_renders_every_state_the_charts_and_escapes_hostile_values() {
     assert!(dom.contains(&load("bob", 1, 0)));
 
     let job_dom = chromium(
-        &app.url(&format!("/jobs/{}", ids[3])),
+        &app.url(&format!("/jobs/{}", ids[4])),
         &["--dump-dom".to_owned()],
     )
     .await;
@@ -314,7 +315,7 @@ async fn chromium_renders_every_state_the_charts_and_escapes_hostile_values() {
         "the job's alerts"
     );
     let hostile_dom = chromium(
-        &app.url(&format!("/jobs/{}", ids[12])),
+        &app.url(&format!("/jobs/{}", ids[13])),
         &["--dump-dom".to_owned()],
     )
     .await;
@@ -354,8 +355,8 @@ async fn the_daily_figures_are_the_same_before_during_and_after_the_roll_up() {
         |d: longtx_store::Dashboard| serde_json::to_value((d.sources, d.source_count)).unwrap();
     let live = figures(app.store.dashboard(&query).await.unwrap());
     assert_eq!(
-        live[1], 14,
-        "14 sources; the rejected alert without one does not count"
+        live[1], 15,
+        "15 sources; the rejected alert without one does not count"
     );
     assert_eq!(app.store.roll_up_alerts(77).await.unwrap(), 77);
     assert_eq!(
@@ -372,7 +373,7 @@ async fn the_daily_figures_are_the_same_before_during_and_after_the_roll_up() {
 
     // The roll-up outlives retention: purging every event keeps the figures.
     let purged = app.store.purge_alert_events(Duration::ZERO).await.unwrap();
-    assert_eq!(purged, 14 * 14 + 2);
+    assert_eq!(purged, 15 * 14 + 2);
     assert_eq!(
         figures(app.store.dashboard(&query).await.unwrap()),
         live,

@@ -56,6 +56,8 @@ struct FileConfig {
     git_url: Option<String>,
     author_logins: Option<BTreeMap<String, String>>,
     wontfix_label: Option<String>,
+    pre_review: Option<String>,
+    pre_review_workflow: Option<String>,
 }
 
 #[derive(Clone)]
@@ -304,6 +306,8 @@ impl Config {
                 git_url: file.git_url,
                 author_logins: file.author_logins,
                 wontfix_label: file.wontfix_label,
+                pre_review: file.pre_review,
+                pre_review_workflow: file.pre_review_workflow,
             },
             github.repo.as_deref(),
         )?;

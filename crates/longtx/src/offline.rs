@@ -51,6 +51,7 @@ pub fn print_prompt(
         first_seen_at: None,
         last_seen_at: None,
         alert_links: Vec::new(),
+        previous_rejection: Vec::new(),
     };
     let prompt = sources.build(&facts).map_err(|e| anyhow::anyhow!(e))?;
     print!("{}", prompt.text);

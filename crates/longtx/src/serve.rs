@@ -133,7 +133,8 @@ async fn start_dispatcher(
     let mut state = state.with_dispatch(info);
     if let (Some(secret), Some(repo)) = (&config.reviews.webhook_secret, &gh.repo) {
         let webhook = longtx_http::GitHubWebhook::new(secret, repo)
-            .with_wontfix_label(&config.reviews.wontfix_label);
+            .with_wontfix_label(&config.reviews.wontfix_label)
+            .with_pre_review(config.reviews.pre_review);
         state = state.with_github_webhook(webhook);
     } else {
         tracing::info!("LONGTX_GITHUB_WEBHOOK_SECRET or LONGTX_GITHUB_REPO unset: /webhooks/github answers 503");
@@ -152,6 +153,21 @@ async fn start_dispatcher(
             state.live_ignore_list(),
         );
         state = state.with_wontfix(wontfix);
+        if config.reviews.pre_review.is_enabled() {
+            let pre_reviews = longtx_pipeline::spawn_pre_reviewer(
+                store.clone(),
+                longtx_pipeline::PreReviewSettings {
+                    repo: settings.repo.clone(),
+                    workflow: config.reviews.pre_review_workflow.clone(),
+                    git_ref: gh.workflow_ref.clone(),
+                    public_url: gh.public_url.clone(),
+                    lease: Duration::from_secs(300),
+                    idle_poll: Duration::from_secs(5),
+                },
+                github.clone(),
+            );
+            state = state.with_pre_reviews(config.reviews.pre_review, pre_reviews);
+        }
     }
     longtx_pipeline::spawn_dispatcher(store.clone(), settings, github);
     Ok(state)

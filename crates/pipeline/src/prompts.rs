@@ -12,6 +12,7 @@ use longtx_store::{JobRow, Store};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 /// Where intake sends the ids of jobs it created.
 #[derive(Debug, Clone)]
@@ -69,8 +70,26 @@ async fn render_job(store: &Store, sources: &Arc<PromptSources>, policy: &Intake
         }
     };
     let span = tracing::info_span!("prompt", job_id = id, query_source = %job.query_source);
-    let _entered = span.enter();
-    let facts = facts_of(&job, policy);
+    render_and_save(store, sources, policy, job)
+        .instrument(span)
+        .await;
+}
+
+async fn render_and_save(
+    store: &Store,
+    sources: &Arc<PromptSources>,
+    policy: &IntakePolicy,
+    job: JobRow,
+) {
+    let id = job.id;
+    let mut facts = facts_of(&job, policy);
+    // A source whose last fix the pre-review rejected: say why, once more.
+    match store.rejection_reasons(&job.query_source, job.id).await {
+        Ok(reasons) => facts.previous_rejection = reasons,
+        Err(err) => {
+            tracing::warn!(error = %err, "reading the previous rejection failed; the prompt goes without it")
+        }
+    }
     let sources = sources.clone();
     let rendered = tokio::task::spawn_blocking(move || sources.build(&facts)).await;
     let saved = match rendered {
@@ -114,5 +133,6 @@ pub fn facts_of(job: &JobRow, policy: &IntakePolicy) -> JobFacts {
         last_seen_at: Some(job.last_seen_at.to_rfc3339()),
         threshold_seconds: policy.threshold_for(job.tables.first().map(String::as_str)),
         alert_links: job.alert_links.clone(),
+        previous_rejection: Vec::new(),
     }
 }

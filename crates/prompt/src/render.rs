@@ -35,6 +35,9 @@ pub struct JobFacts {
     pub last_seen_at: Option<String>,
     pub threshold_seconds: f64,
     pub alert_links: Vec<String>,
+    /// Why the pre-review rejected this source's previous fix, so the next
+    /// attempt does not repeat it.
+    pub previous_rejection: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -87,6 +90,7 @@ struct JobView {
     last_seen_at: Option<String>,
     threshold_seconds: f64,
     alert_links: Vec<String>,
+    previous_rejection: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -278,6 +282,12 @@ fn job_view(job: &JobFacts) -> JobView {
             .iter()
             .take(5)
             .map(|l| clean(l, 2048, false))
+            .collect(),
+        previous_rejection: job
+            .previous_rejection
+            .iter()
+            .take(10)
+            .map(|r| clean(r, 1000, false))
             .collect(),
     }
 }

@@ -63,6 +63,7 @@ fn facts(source: &str) -> JobFacts {
         last_seen_at: Some("2026-12-02T10:04:15Z".into()),
         threshold_seconds: 100.0,
         alert_links: vec!["https://app.datadoghq.com/monitors/1".into()],
+        previous_rejection: Vec::new(),
     }
 }
 
@@ -218,4 +219,28 @@ fn a_broken_template_is_an_error_not_a_panic() {
         .render(&facts("X"), &[], &shipped_catalogue())
         .unwrap_err();
     assert!(err.to_string().contains("failed to render"), "{err}");
+}
+
+#[test]
+fn a_previous_rejection_is_in_the_next_prompt_and_absent_otherwise() {
+    let repo = rails_tree("rejection");
+    let catalogue = shipped_catalogue();
+    let renderer = PromptRenderer::new(&shipped_template(), DEFAULT_BUDGET_BYTES).unwrap();
+    let candidates = locate(&repo, "admin/users#update");
+    let first = renderer
+        .render(&facts("admin/users#update"), &candidates, &catalogue)
+        .unwrap();
+    assert!(!first.text.contains("The previous attempt was rejected"));
+    let mut again = facts("admin/users#update");
+    again.previous_rejection = vec!["wrapped the whole action in a new transaction".into()];
+    let second = renderer.render(&again, &candidates, &catalogue).unwrap();
+    let at = second
+        .text
+        .find("## The previous attempt was rejected")
+        .expect("the section");
+    assert!(
+        second.text[at..].contains("- wrapped the whole action in a new transaction\n"),
+        "{}",
+        &second.text[at..]
+    );
 }

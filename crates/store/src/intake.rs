@@ -55,7 +55,7 @@ WITH cooling AS (
       AND NOT EXISTS (
           SELECT 1 FROM jobs active
           WHERE active.query_source = $1
-            AND active.state IN ('queued', 'dispatching', 'agent_running', 'in_review'))
+            AND active.state IN ('queued', 'dispatching', 'agent_running', 'pre_review', 'in_review'))
     ORDER BY ended_at DESC
     LIMIT 1
 ),
@@ -63,7 +63,7 @@ upsert AS (
     INSERT INTO jobs (query_source, tables, max_duration_seconds, alert_links)
     SELECT $1::text, COALESCE($2::text[], '{}'), $3::float8, COALESCE($4::text[], '{}')
     WHERE NOT EXISTS (SELECT 1 FROM cooling)
-    ON CONFLICT (query_source) WHERE state IN ('queued', 'dispatching', 'agent_running', 'in_review')
+    ON CONFLICT (query_source) WHERE state IN ('queued', 'dispatching', 'agent_running', 'pre_review', 'in_review')
     DO UPDATE SET
         alert_count = jobs.alert_count + 1,
         max_duration_seconds = GREATEST(jobs.max_duration_seconds, EXCLUDED.max_duration_seconds),

@@ -43,6 +43,10 @@ pub struct JobRow {
     pub wontfix_detail: Option<String>,
     pub wontfix_commit: Option<String>,
     pub pr_opened_at: Option<DateTime<Utc>>,
+    /// `pending`, `dispatched` or `judged` once the pre-review is on.
+    pub pre_review_state: Option<String>,
+    /// The latest pre-review verdict, with the head it judged.
+    pub pre_review_verdict: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -73,7 +77,7 @@ pub(crate) const JOB_COLUMNS: &str = "id, query_source, state, state_reason, tab
     prompt_revision, prompt_sha256, prompt_truncation, prompt_error, prompt_rendered_at, \
     dispatch_attempts, dispatched_at, run_id, run_url, \
     pr_number, pr_url, pr_head_sha, reviewers_state, reviewers, \
-    wontfix_state, wontfix_by, wontfix_detail, wontfix_commit, pr_opened_at";
+    wontfix_state, wontfix_by, wontfix_detail, wontfix_commit, pr_opened_at, pre_review_state, pre_review_verdict";
 
 impl Store {
     pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>, StoreError> {

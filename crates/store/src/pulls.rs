@@ -4,7 +4,7 @@
 //! it and a crash before commit leaves nothing half done.
 
 use crate::{Store, StoreError};
-use longtx_core::github_events::{next_state, PrEvent};
+use longtx_core::github_events::{next_state, PrEvent, ReviewGate};
 use longtx_core::JobState;
 use sqlx::Row;
 use std::collections::HashMap;
@@ -92,6 +92,7 @@ impl Store {
         job_id: Option<i64>,
         event: Option<&PrEvent>,
         pr: Option<&PrFacts>,
+        gate: ReviewGate,
         detail: &str,
     ) -> Result<Applied, StoreError> {
         let mut tx = self.begin().await?;
@@ -109,7 +110,7 @@ impl Store {
             return Ok(Applied::Duplicate);
         }
         let applied = match (job_id, event) {
-            (Some(job_id), Some(event)) => apply(&mut tx, job_id, event, pr).await?,
+            (Some(job_id), Some(event)) => apply(&mut tx, job_id, event, pr, gate).await?,
             _ => Applied::Recorded,
         };
         let outcome = match &applied {
@@ -226,6 +227,7 @@ async fn apply(
     job_id: i64,
     event: &PrEvent,
     pr: Option<&PrFacts>,
+    gate: ReviewGate,
 ) -> Result<Applied, StoreError> {
     let Some(row) = sqlx::query("SELECT state, query_source FROM jobs WHERE id = $1 FOR UPDATE")
         .bind(job_id)
@@ -265,13 +267,23 @@ async fn apply(
         crate::wontfix::pr_closed(tx, job_id, *merged).await?;
         return Ok(Applied::WontfixPrClosed { merged: *merged });
     }
-    let Some(to) = next_state(current, event) else {
+    let to = next_state(current, event, gate);
+    // Every new head of an open fix PR is judged (again) by the pre-review.
+    let after = to.unwrap_or(current);
+    if let (ReviewGate::PreReviewFirst, Some(pr), PrEvent::Opened | PrEvent::Synchronized) =
+        (gate, pr, event)
+    {
+        if matches!(after, JobState::PreReview | JobState::InReview) {
+            crate::pre_review::schedule(tx, job_id, &pr.head_sha).await?;
+        }
+    }
+    let Some(to) = to else {
         return Ok(Applied::Unchanged { state: current });
     };
     if to.is_active() && !current.is_active() {
         let other: Option<i64> = sqlx::query_scalar(
             "SELECT id FROM jobs WHERE query_source = $1 AND id <> $2 \
-               AND state IN ('queued', 'dispatching', 'agent_running', 'in_review')",
+               AND state IN ('queued', 'dispatching', 'agent_running', 'pre_review', 'in_review')",
         )
         .bind(&source)
         .bind(job_id)
@@ -285,7 +297,9 @@ async fn apply(
         "UPDATE jobs SET state = $2, state_reason = NULL, updated_at = now(), lease_until = NULL, \
              ended_at = CASE WHEN $3 THEN NULL ELSE now() END, \
              reviewers_state = CASE WHEN $2 = 'in_review' AND reviewers_state IS NULL \
-                                    THEN 'pending' ELSE reviewers_state END \
+                                    THEN 'pending' ELSE reviewers_state END, \
+             pre_review_close = CASE WHEN $2 = 'in_review' AND pre_review_close = 'pending' \
+                                     THEN 'done' ELSE pre_review_close END \
          WHERE id = $1",
     )
     .bind(job_id)

@@ -22,6 +22,11 @@ pub struct TestAppBuilder {
         Option<longtx_github::OctocrabGitHub>,
     )>,
     github_webhook: Option<String>,
+    pre_review: Option<(
+        longtx_core::pre_review::PreReviewMode,
+        longtx_pipeline::PreReviewSettings,
+        longtx_github::OctocrabGitHub,
+    )>,
     reviewer: Option<(
         longtx_pipeline::ReviewSettings,
         longtx_github::OctocrabGitHub,
@@ -52,6 +57,18 @@ impl TestAppBuilder {
     /// Accept GitHub deliveries signed with `secret`, for [`GITHUB_REPO`].
     pub fn github_webhook(mut self, secret: &str) -> Self {
         self.github_webhook = Some(secret.to_owned());
+        self
+    }
+
+    /// `LONGTX_PRE_REVIEW` on or advisory: new PRs wait for a verdict, and
+    /// the pre-review worker dispatches and closes through `github`.
+    pub fn pre_review(
+        mut self,
+        mode: longtx_core::pre_review::PreReviewMode,
+        settings: longtx_pipeline::PreReviewSettings,
+        github: longtx_github::OctocrabGitHub,
+    ) -> Self {
+        self.pre_review = Some((mode, settings, github));
         self
     }
 
@@ -158,8 +175,20 @@ impl TestAppBuilder {
                 github.map(std::sync::Arc::new),
             );
         }
+        let pre_review_mode = self.pre_review.as_ref().map(|p| p.0).unwrap_or_default();
         if let Some(secret) = &self.github_webhook {
-            state = state.with_github_webhook(longtx_http::GitHubWebhook::new(secret, GITHUB_REPO));
+            state = state.with_github_webhook(
+                longtx_http::GitHubWebhook::new(secret, GITHUB_REPO)
+                    .with_pre_review(pre_review_mode),
+            );
+        }
+        if let Some((mode, settings, github)) = self.pre_review {
+            let queue = longtx_pipeline::spawn_pre_reviewer(
+                store.clone(),
+                settings,
+                std::sync::Arc::new(github),
+            );
+            state = state.with_pre_reviews(mode, queue);
         }
         if let Some((settings, github)) = self.reviewer {
             let queue = longtx_pipeline::spawn_reviewer(
@@ -226,6 +255,7 @@ impl TestApp {
             prompts: None,
             dispatcher: None,
             github_webhook: None,
+            pre_review: None,
             reviewer: None,
             wontfix: None,
         }

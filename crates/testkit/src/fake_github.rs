@@ -250,13 +250,24 @@ async fn dispatch(
                 .as_str()
                 .unwrap_or("")
                 .to_owned();
-            // The template's run-name: "longtx job <id>: <query_source>".
+            // The templates' run-names: "longtx job <id>: <query_source>",
+            // and "longtx pre-review <id> <head, 12>: ..." for the review.
+            let title = if workflow.contains("pre-review") {
+                let head = body["inputs"]["head_sha"].as_str().unwrap_or("");
+                format!(
+                    "longtx pre-review {job_id} {}: {source}",
+                    &head[..head.len().min(12)]
+                )
+            } else {
+                format!("longtx job {job_id}: {source}")
+            };
             let run = json!({
                 "id": id,
                 "html_url": format!("https://github.example/{owner}/{repo}/actions/runs/{id}"),
                 "status": "queued",
                 "conclusion": null,
-                "display_title": format!("longtx job {job_id}: {source}"),
+                "workflow": workflow,
+                "display_title": title,
                 "event": "workflow_dispatch",
                 "ref": body["ref"],
                 "inputs": body["inputs"],

@@ -95,6 +95,18 @@ pub fn wontfix_settings(
 
 /// Dispatcher settings for tests: the fake's repository, fast polling, and
 /// the service's default caps unless a test changes them.
+/// The pre-review worker as tests run it: the fake's repository, fast polls.
+pub fn pre_review_settings() -> longtx_pipeline::PreReviewSettings {
+    longtx_pipeline::PreReviewSettings {
+        repo: GITHUB_REPO.parse().unwrap(),
+        workflow: "long-transaction-pre-review.yml".into(),
+        git_ref: None,
+        public_url: "http://127.0.0.1:8080".into(),
+        lease: std::time::Duration::from_secs(30),
+        idle_poll: std::time::Duration::from_millis(50),
+    }
+}
+
 pub fn dispatch_settings() -> longtx_pipeline::DispatchSettings {
     longtx_pipeline::DispatchSettings {
         repo: "acme/monolith".parse().unwrap(),

@@ -119,6 +119,32 @@ fn pr_events_move_jobs_through_review() {
         (InReview, PrEvent::Labeled(WONTFIX_LABEL.into()), None),
     ];
     for (from, event, to) in cases {
-        assert_eq!(next_state(from, &event), to, "{from} on {event:?}");
+        assert_eq!(
+            next_state(from, &event, ReviewGate::PeopleAtOnce),
+            to,
+            "{from} on {event:?}"
+        );
+    }
+}
+
+#[test]
+fn with_the_pre_review_a_new_pr_waits_for_the_verdict_first() {
+    use JobState::*;
+    let gate = ReviewGate::PreReviewFirst;
+    let cases = [
+        (AgentRunning, PrEvent::Opened, Some(PreReview)),
+        (NoPr, PrEvent::Synchronized, Some(PreReview)),
+        // A push while in review keeps the state; the new head is judged again.
+        (PreReview, PrEvent::Synchronized, None),
+        (InReview, PrEvent::Synchronized, None),
+        (PreReview, PrEvent::Closed { merged: false }, Some(Closed)),
+        (PreReview, PrEvent::Closed { merged: true }, Some(Merged)),
+        (PreReview, PrEvent::RunCompleted, None),
+        // Reopening after a failed pre-review goes to people: the override.
+        (RejectedByReview, PrEvent::Reopened, Some(InReview)),
+        (RejectedByReview, PrEvent::Closed { merged: false }, None),
+    ];
+    for (from, event, to) in cases {
+        assert_eq!(next_state(from, &event, gate), to, "{from} on {event:?}");
     }
 }

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+use longtx_core::pre_review::PreReviewMode;
 use longtx_pipeline::{ReviewSettings, WontfixSettings};
 use longtx_store::JobRow;
 use longtx_testkit::payloads::{AmAlert, AmWebhook};
@@ -37,11 +38,25 @@ impl Tracking {
         Self::start_with(remote, change, |_| {}).await
     }
 
+    /// As [`Tracking::start`], with the AI pre-review in `mode`.
+    pub async fn start_pre_review(remote: &std::path::Path, mode: PreReviewMode) -> Tracking {
+        Self::start_full(remote, |_| {}, |_| {}, Some(mode)).await
+    }
+
     /// As [`Tracking::start`], also adjusting the wontfix worker.
     pub async fn start_with(
         remote: &std::path::Path,
         change: impl FnOnce(&mut ReviewSettings),
         change_wontfix: impl FnOnce(&mut WontfixSettings),
+    ) -> Tracking {
+        Self::start_full(remote, change, change_wontfix, None).await
+    }
+
+    async fn start_full(
+        remote: &std::path::Path,
+        change: impl FnOnce(&mut ReviewSettings),
+        change_wontfix: impl FnOnce(&mut WontfixSettings),
+        pre_review: Option<PreReviewMode>,
     ) -> Tracking {
         let github = FakeGitHub::start().await;
         let mirror_dir = std::env::temp_dir().join(format!(
@@ -54,7 +69,15 @@ impl Tracking {
         change(&mut settings);
         let mut wontfix = longtx_testkit::wontfix_settings(remote, &mirror_dir);
         change_wontfix(&mut wontfix);
-        let app = TestApp::builder()
+        let mut builder = TestApp::builder();
+        if let Some(mode) = pre_review {
+            builder = builder.pre_review(
+                mode,
+                longtx_testkit::pre_review_settings(),
+                github.client(Duration::from_secs(5)),
+            );
+        }
+        let app = builder
             .prompts(shipped_prompt_sources())
             .dispatcher(
                 dispatch_settings(),

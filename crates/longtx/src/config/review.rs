@@ -20,6 +20,10 @@ pub struct ReviewConfig {
     pub author_logins: BTreeMap<String, String>,
     /// The label that declines a fix.
     pub wontfix_label: String,
+    /// `LONGTX_PRE_REVIEW`: on, off or advisory.
+    pub pre_review: longtx_core::pre_review::PreReviewMode,
+    /// The reviewing workflow longtx dispatches per head commit.
+    pub pre_review_workflow: String,
 }
 
 impl fmt::Debug for ReviewConfig {
@@ -35,6 +39,8 @@ impl fmt::Debug for ReviewConfig {
             .field("git_url", &self.git_url.as_deref().map(redact_url))
             .field("author_logins", &self.author_logins.len())
             .field("wontfix_label", &self.wontfix_label)
+            .field("pre_review", &self.pre_review)
+            .field("pre_review_workflow", &self.pre_review_workflow)
             .finish()
     }
 }
@@ -58,6 +64,8 @@ pub(super) struct FileReview {
     pub git_url: Option<String>,
     pub author_logins: Option<BTreeMap<String, String>>,
     pub wontfix_label: Option<String>,
+    pub pre_review: Option<String>,
+    pub pre_review_workflow: Option<String>,
 }
 
 pub(super) fn load(
@@ -109,8 +117,20 @@ pub(super) fn load(
             "must be 1 to 50 characters",
         ));
     }
+    let pre_review = var("LONGTX_PRE_REVIEW")
+        .or(file.pre_review)
+        .map(|v| {
+            v.parse()
+                .map_err(|e: String| invalid("LONGTX_PRE_REVIEW", e))
+        })
+        .transpose()?
+        .unwrap_or_default();
     Ok(ReviewConfig {
         wontfix_label,
+        pre_review,
+        pre_review_workflow: var("LONGTX_PRE_REVIEW_WORKFLOW")
+            .or(file.pre_review_workflow)
+            .unwrap_or_else(|| "long-transaction-pre-review.yml".to_owned()),
         webhook_secret: var("LONGTX_GITHUB_WEBHOOK_SECRET").or(file.webhook_secret),
         fallback_team,
         max_reviewers,
@@ -169,6 +189,8 @@ mod tests {
             git_url: None,
             author_logins: None,
             wontfix_label: None,
+            pre_review: None,
+            pre_review_workflow: None,
         };
         load(
             &|k| map.get(k).map(|v| v.to_string()),

@@ -32,6 +32,9 @@ pub(super) struct PullState {
     /// PR number to its (title, body) as last set.
     pulls: HashMap<u64, (String, String)>,
     cancelled_runs: Vec<u64>,
+    /// PRs closed through `PATCH pulls/{n}` with `state: closed`, in order
+    /// (closing twice is recorded twice: a test can tell).
+    closed: Vec<u64>,
     /// Team slug to members; `None`: longtx may not see teams (403).
     teams: Option<Vec<(String, Vec<String>)>>,
     next_comment_id: u64,
@@ -79,6 +82,11 @@ impl FakeGitHub {
     /// A PR's title and body as longtx last set them.
     pub fn pull(&self, pr: u64) -> Option<(String, String)> {
         self.inner.lock().unwrap().pulls.pulls.get(&pr).cloned()
+    }
+
+    /// PRs closed through the API, in order, repeats included.
+    pub fn closed_pulls(&self) -> Vec<u64> {
+        self.inner.lock().unwrap().pulls.closed.clone()
     }
 
     pub fn cancelled_runs(&self) -> Vec<u64> {
@@ -463,8 +471,9 @@ async fn permission(
 
 #[derive(serde::Deserialize)]
 struct PullPatch {
-    title: String,
-    body: String,
+    title: Option<String>,
+    body: Option<String>,
+    state: Option<String>,
 }
 
 async fn update_pull(
@@ -481,13 +490,19 @@ async fn update_pull(
     if !authorised(&headers) {
         return bad_credentials();
     }
-    inner
-        .lock()
-        .unwrap()
-        .pulls
-        .pulls
-        .insert(number, (patch.title.clone(), patch.body.clone()));
-    Json(json!({"number": number, "title": patch.title, "body": patch.body})).into_response()
+    let mut inner = inner.lock().unwrap();
+    if patch.state.as_deref() == Some("closed") {
+        inner.pulls.closed.push(number);
+    }
+    let pull = inner.pulls.pulls.entry(number).or_default();
+    if let Some(title) = &patch.title {
+        pull.0 = title.clone();
+    }
+    if let Some(body) = &patch.body {
+        pull.1 = body.clone();
+    }
+    Json(json!({"number": number, "title": pull.0, "body": pull.1, "state": patch.state.as_deref().unwrap_or("open")}))
+        .into_response()
 }
 
 async fn cancel_run(

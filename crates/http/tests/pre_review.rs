@@ -1,0 +1,374 @@
+//! The AI pre-review against the fake GitHub: a new fix PR waits in
+//! `pre_review`, one reviewing run is dispatched per head commit, and the
+//! verdict posted back decides whether people are asked or the PR is closed.
+
+mod tracking;
+
+use longtx_core::pre_review::PreReviewMode;
+use longtx_testkit::github_events::PrEventBuilder;
+use longtx_testkit::GitRepo;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use tracking::Tracking;
+
+const PR: u64 = 41;
+
+fn target_repository() -> GitRepo {
+    let mut repo = GitRepo::new("pre-review-target");
+    repo.commit(
+        &[
+            (".github/CODEOWNERS", "app/models/ @alice\n"),
+            ("app/models/order.rb", "class Order; end\n"),
+        ],
+        "Alice",
+        "alice@example.com",
+        30,
+    );
+    repo.bare();
+    repo
+}
+
+async fn started(repo: &mut GitRepo, mode: PreReviewMode) -> Tracking {
+    let t = Tracking::start_pre_review(&repo.bare(), mode).await;
+    t.github.set_pull_files(PR, &[("app/models/order.rb", 12)]);
+    t
+}
+
+/// The pre-review runs dispatched for a job, as (head, inputs).
+fn review_runs(t: &Tracking, job: i64) -> Vec<(String, Value)> {
+    t.github
+        .runs()
+        .into_iter()
+        .filter(|r| {
+            r["workflow"] == "long-transaction-pre-review.yml"
+                && r["inputs"]["job_id"]
+                    .as_str()
+                    .and_then(|s| s.parse::<i64>().ok())
+                    == Some(job)
+        })
+        .map(|r| {
+            (
+                r["inputs"]["head_sha"].as_str().unwrap().to_owned(),
+                r["inputs"].clone(),
+            )
+        })
+        .collect()
+}
+
+async fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// An agent run opens PR 41 at `head`; returns the job and the inputs of
+/// the one reviewing run dispatched for it.
+async fn pr_awaiting_verdict(t: &Tracking, source: &str, head: &str) -> (i64, Value) {
+    let job = t.job_with_agent_running(source).await;
+    let opened = PrEventBuilder::opened(job, PR).head_sha(head).to_json();
+    let (status, answer) = t
+        .deliver("pull_request", &format!("open-{job}"), &opened)
+        .await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("moved")),
+        "{answer}"
+    );
+    assert_eq!(t.job(job).await.state, "pre_review");
+    wait_until("the reviewing run", || !review_runs(t, job).is_empty()).await;
+    let runs = review_runs(t, job);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].0, head);
+    (job, runs[0].1.clone())
+}
+
+fn verdict(head: &str, pass: bool) -> Value {
+    json!({
+        "head_sha": head,
+        "addresses_bottleneck": true,
+        "minimal_change": pass,
+        "preserves_behaviour": true,
+        "verdict": if pass { "pass" } else { "fail" },
+        "reasons": if pass { vec!["moves the HTTP call after the commit"] }
+                   else { vec!["rewrites the whole checkout flow instead of moving the HTTP call out of the transaction"] },
+    })
+}
+
+/// Posts a verdict the way the workflow does: to the URL it was given,
+/// with the job's token.
+async fn post_verdict(t: &Tracking, inputs: &Value, token: &str, body: &Value) -> (u16, Value) {
+    let url = inputs["verdict_url"]
+        .as_str()
+        .unwrap()
+        .replace("http://127.0.0.1:8080", &t.app.base_url);
+    let response = t
+        .app
+        .client
+        .post(url)
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+fn token(inputs: &Value) -> String {
+    inputs["prompt_token"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_pass_asks_the_reviewers_only_then_and_a_repeat_changes_nothing() {
+    let mut repo = target_repository();
+    let t = started(&mut repo, PreReviewMode::On).await;
+    let head = "b".repeat(40);
+    let (job, inputs) = pr_awaiting_verdict(&t, "admin/orders#update", &head).await;
+    // Redelivering the opened event does not dispatch a second review.
+    let opened = PrEventBuilder::opened(job, PR)
+        .head_sha(&head)
+        .action("synchronize")
+        .to_json();
+    t.deliver("pull_request", "sync-same-head", &opened).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(review_runs(&t, job).len(), 1, "one run per head");
+    assert!(
+        t.github.review_requests().is_empty(),
+        "nobody is asked before the verdict"
+    );
+    assert_eq!(inputs["pr_number"], PR.to_string());
+    assert_eq!(inputs["query_source"], "admin/orders#update");
+
+    let (status, answer) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&head, true)).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("moved")),
+        "{answer}"
+    );
+    let job_row = t
+        .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
+        .await;
+    assert_eq!(job_row.state, "in_review");
+    assert_eq!(
+        t.github.review_requests().len(),
+        1,
+        "{:?}",
+        t.github.review_requests()
+    );
+    assert_eq!(t.github.review_requests()[0].users, ["alice"]);
+
+    let (status, again) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&head, true)).await;
+    assert_eq!(
+        (status, again["outcome"].as_str()),
+        (200, Some("duplicate")),
+        "{again}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(t.github.review_requests().len(), 1);
+    assert!(t.github.closed_pulls().is_empty());
+}
+
+#[tokio::test]
+async fn a_fail_closes_the_pr_with_the_reasons_and_the_next_prompt_carries_them() {
+    let mut repo = target_repository();
+    let t = started(&mut repo, PreReviewMode::On).await;
+    let head = "c".repeat(40);
+    let (job, inputs) = pr_awaiting_verdict(&t, "checkouts#create", &head).await;
+
+    let (status, answer) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&head, false)).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("moved")),
+        "{answer}"
+    );
+    let row = t.job(job).await;
+    assert_eq!(row.state, "rejected_by_review");
+    assert!(row.ended_at.is_some(), "the cooldown counts from now");
+    wait_until("the PR to close", || t.github.closed_pulls() == [PR]).await;
+    let comments = t.github.comments_on(PR);
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert!(
+        comments[0].contains("rewrites the whole checkout flow"),
+        "{}",
+        comments[0]
+    );
+    assert!(
+        comments[0].contains("| the minimal change that removes the long transaction | **no** |")
+    );
+    assert!(t.github.review_requests().is_empty(), "nobody is asked");
+
+    // GitHub's `closed` event for our own close changes nothing.
+    let closed = PrEventBuilder::opened(job, PR)
+        .head_sha(&head)
+        .action("closed")
+        .to_json();
+    let (_, answer) = t.deliver("pull_request", "closed-by-us", &closed).await;
+    assert_eq!(answer["outcome"], "unchanged", "{answer}");
+    // A repeated verdict neither comments nor closes again.
+    let (_, again) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&head, false)).await;
+    assert_eq!(again["outcome"], "duplicate");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(t.github.closed_pulls(), [PR]);
+    assert_eq!(t.github.comments_on(PR).len(), 1);
+
+    let reasons = t
+        .app
+        .store
+        .rejection_reasons("checkouts#create", i64::MAX)
+        .await
+        .unwrap();
+    assert_eq!(
+        reasons,
+        ["rewrites the whole checkout flow instead of moving the HTTP call out of the transaction"],
+        "the next attempt's prompt gets these"
+    );
+}
+
+#[tokio::test]
+async fn advisory_mode_records_a_fail_and_still_asks_people() {
+    let mut repo = target_repository();
+    let t = started(&mut repo, PreReviewMode::Advisory).await;
+    let head = "d".repeat(40);
+    let (job, inputs) = pr_awaiting_verdict(&t, "carts#update", &head).await;
+    let (status, answer) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&head, false)).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("moved")),
+        "{answer}"
+    );
+    let row = t
+        .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
+        .await;
+    assert_eq!(row.state, "in_review");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(t.github.closed_pulls().is_empty(), "advisory never closes");
+    assert_eq!(t.github.review_requests().len(), 1);
+    let page = t.app.store.job_page(job).await.unwrap().unwrap();
+    assert_eq!(
+        page.job.pre_review_verdict.as_ref().unwrap()["verdict"],
+        "fail",
+        "the verdict is kept"
+    );
+}
+
+#[tokio::test]
+async fn a_push_is_judged_again_and_a_verdict_for_the_old_head_is_ignored() {
+    let mut repo = target_repository();
+    let t = started(&mut repo, PreReviewMode::On).await;
+    let old = "e".repeat(40);
+    let new = "f".repeat(40);
+    let (job, inputs) = pr_awaiting_verdict(&t, "exports#download", &old).await;
+    let pushed = PrEventBuilder::opened(job, PR)
+        .head_sha(&new)
+        .action("synchronize")
+        .to_json();
+    t.deliver("pull_request", "push-1", &pushed).await;
+    wait_until("a run for the new head", || {
+        review_runs(&t, job).iter().any(|(h, _)| *h == new)
+    })
+    .await;
+
+    let (status, answer) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&old, false)).await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (409, Some("stale_head")),
+        "{answer}"
+    );
+    assert_eq!(
+        t.job(job).await.state,
+        "pre_review",
+        "the old head's fail does not count"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(t.github.closed_pulls().is_empty());
+
+    let (status, answer) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&new, true)).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("moved")),
+        "{answer}"
+    );
+    assert_eq!(t.job(job).await.state, "in_review");
+    assert_eq!(review_runs(&t, job).len(), 2, "one run per head, no more");
+}
+
+#[tokio::test]
+async fn a_forged_or_malformed_verdict_is_refused_and_changes_nothing() {
+    let mut repo = target_repository();
+    let t = started(&mut repo, PreReviewMode::On).await;
+    let head = "1".repeat(40);
+    let (job, inputs) = pr_awaiting_verdict(&t, "search#index", &head).await;
+    let (other, other_inputs) = pr_awaiting_verdict_second(&t).await;
+    assert_ne!(job, other);
+
+    let (status, _) = post_verdict(&t, &inputs, "not-the-token", &verdict(&head, false)).await;
+    assert_eq!(status, 401);
+    let (status, _) =
+        post_verdict(&t, &inputs, &token(&other_inputs), &verdict(&head, false)).await;
+    assert_eq!(status, 401, "another job's token opens only that job");
+    let (status, answer) =
+        post_verdict(&t, &inputs, &token(&inputs), &json!({"verdict": "fail"})).await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (400, Some("invalid_verdict")),
+        "{answer}"
+    );
+    let mut inconsistent = verdict(&head, true);
+    inconsistent["minimal_change"] = json!(false);
+    let (status, _) = post_verdict(&t, &inputs, &token(&inputs), &inconsistent).await;
+    assert_eq!(status, 400, "a pass with a failed check is refused");
+    assert_eq!(t.job(job).await.state, "pre_review");
+    assert!(t.github.closed_pulls().is_empty());
+}
+
+/// A second job with its own PR (42), for the cross-token check.
+async fn pr_awaiting_verdict_second(t: &Tracking) -> (i64, Value) {
+    let job = t.job_with_agent_running("reports#show").await;
+    let head = "2".repeat(40);
+    let opened = PrEventBuilder::opened(job, 42).head_sha(&head).to_json();
+    t.deliver("pull_request", "open-second", &opened).await;
+    wait_until("the second reviewing run", || {
+        !review_runs(t, job).is_empty()
+    })
+    .await;
+    (job, review_runs(t, job)[0].1.clone())
+}
+
+#[tokio::test]
+async fn reopening_a_rejected_pr_overrides_the_verdict_and_asks_the_reviewers() {
+    let mut repo = target_repository();
+    let t = started(&mut repo, PreReviewMode::On).await;
+    let head = "3".repeat(40);
+    let (job, inputs) = pr_awaiting_verdict(&t, "inventory#sync", &head).await;
+    post_verdict(&t, &inputs, &token(&inputs), &verdict(&head, false)).await;
+    wait_until("the PR to close", || t.github.closed_pulls() == [PR]).await;
+    // Let the closer record the close before the person reopens.
+    let closed = t.wait_for(job, |j| j.state == "rejected_by_review").await;
+    assert_eq!(closed.state, "rejected_by_review");
+
+    let reopened = PrEventBuilder::opened(job, PR)
+        .head_sha(&head)
+        .action("reopened")
+        .to_json();
+    let (status, answer) = t.deliver("pull_request", "reopen-1", &reopened).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("moved")),
+        "{answer}"
+    );
+    let row = t
+        .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
+        .await;
+    assert_eq!(row.state, "in_review");
+    assert!(row.ended_at.is_none());
+    assert_eq!(t.github.review_requests().len(), 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(t.github.closed_pulls(), [PR], "not closed again");
+    assert_eq!(
+        review_runs(&t, job).len(),
+        1,
+        "a reopen is a person's call: no new review"
+    );
+}

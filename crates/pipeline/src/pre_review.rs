@@ -1,0 +1,228 @@
+//! The pre-review worker: dispatches the reviewing workflow once per head
+//! commit of a fix PR, and closes PRs whose verdict failed (a comment with
+//! the reasons, then the close). Each step claims in one statement, calls
+//! GitHub with no connection held, and records in another.
+
+use crate::comments::comment_once;
+use longtx_core::pre_review::{rejection_comment, rejection_marker};
+use longtx_github::{pre_review_run_marker, retry, Dispatch, GitHub, GitHubError, RepoName, Run};
+use longtx_store::{CloseClaim, PreReviewClaim, Store};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, OnceCell};
+use tracing::Instrument;
+
+#[derive(Debug, Clone)]
+pub struct PreReviewSettings {
+    pub repo: RepoName,
+    /// The reviewing workflow, `long-transaction-pre-review.yml`.
+    pub workflow: String,
+    pub git_ref: Option<String>,
+    /// Where the workflow fetches the prompt and posts the verdict.
+    pub public_url: String,
+    pub lease: Duration,
+    pub idle_poll: Duration,
+}
+
+/// Wakes the worker when a PR waits for a run or a verdict failed.
+#[derive(Clone, Default)]
+pub struct PreReviewQueue {
+    wake: Arc<Notify>,
+}
+
+impl PreReviewQueue {
+    pub fn poke(&self) {
+        self.wake.notify_one();
+    }
+}
+
+pub fn spawn_pre_reviewer<G: GitHub>(
+    store: Store,
+    settings: PreReviewSettings,
+    github: Arc<G>,
+) -> PreReviewQueue {
+    let queue = PreReviewQueue::default();
+    let worker = Worker {
+        store,
+        settings,
+        github,
+        wake: queue.wake.clone(),
+        default_branch: OnceCell::new(),
+    };
+    tokio::spawn(async move { worker.run().await });
+    queue
+}
+
+struct Worker<G> {
+    store: Store,
+    settings: PreReviewSettings,
+    github: Arc<G>,
+    wake: Arc<Notify>,
+    default_branch: OnceCell<String>,
+}
+
+impl<G: GitHub> Worker<G> {
+    async fn run(self) {
+        loop {
+            let mut worked = false;
+            match self.store.claim_pre_review(self.settings.lease).await {
+                Ok(Some(claim)) => {
+                    worked = true;
+                    let span = tracing::info_span!("pre_review", job_id = claim.job_id, query_source = %claim.query_source);
+                    self.dispatch(claim).instrument(span).await;
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "could not claim a pre-review"),
+            }
+            match self.store.claim_pre_review_close(self.settings.lease).await {
+                Ok(Some(claim)) => {
+                    worked = true;
+                    let span = tracing::info_span!("pre_review_close", job_id = claim.job_id);
+                    self.close(claim).instrument(span).await;
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "could not claim a PR to close"),
+            }
+            if !worked {
+                tokio::select! {
+                    _ = self.wake.notified() => {}
+                    _ = tokio::time::sleep(self.settings.idle_poll) => {}
+                }
+            }
+        }
+    }
+
+    async fn dispatch(&self, claim: PreReviewClaim) {
+        let marker = pre_review_run_marker(claim.job_id, &claim.head_sha);
+        let result = async {
+            // An earlier attempt may have dispatched and died before recording.
+            if claim.attempts > 1 {
+                let runs = self
+                    .github
+                    .recent_runs(&self.settings.repo, &self.settings.workflow)
+                    .await?;
+                if let Some(run) = runs.into_iter().find(|r| {
+                    r.display_title
+                        .as_deref()
+                        .is_some_and(|t| t.contains(&marker))
+                }) {
+                    return Ok(Some(run));
+                }
+            }
+            let git_ref = match &self.settings.git_ref {
+                Some(r) => r.clone(),
+                None => self
+                    .default_branch
+                    .get_or_try_init(|| self.github.default_branch(&self.settings.repo))
+                    .await?
+                    .clone(),
+            };
+            let dispatch = self.request(&claim, git_ref);
+            let mut attempt = 1;
+            loop {
+                match self
+                    .github
+                    .dispatch_workflow(&self.settings.repo, &dispatch)
+                    .await
+                {
+                    Ok(run) => return Ok::<Option<Run>, GitHubError>(run),
+                    Err(err) => {
+                        let Some(wait) = retry::delay(&err, attempt, retry::jitter()) else {
+                            return Err(err);
+                        };
+                        if wait * 2 > self.settings.lease {
+                            return Err(err);
+                        }
+                        tokio::time::sleep(wait).await;
+                        attempt += 1;
+                    }
+                }
+            }
+        }
+        .await;
+        match result {
+            Ok(run) => {
+                tracing::info!(head = %claim.head_sha, run = ?run.as_ref().map(|r| r.id), "pre-review dispatched");
+                if let Err(e) = self
+                    .store
+                    .record_pre_review_dispatched(claim.job_id, &claim.head_sha, run.map(|r| r.id))
+                    .await
+                {
+                    tracing::warn!(error = %e, "recording the pre-review run failed; the lease expires and the run is looked up");
+                }
+            }
+            // The lease runs out and another attempt looks for the run first.
+            Err(e) => {
+                tracing::warn!(error = %e, attempt = claim.attempts, "dispatching the pre-review failed; retried after the lease")
+            }
+        }
+    }
+
+    fn request(&self, claim: &PreReviewClaim, git_ref: String) -> Dispatch {
+        let base = self.settings.public_url.trim_end_matches('/');
+        let inputs: BTreeMap<String, String> = [
+            ("job_id", claim.job_id.to_string()),
+            ("pr_number", claim.pr_number.to_string()),
+            ("head_sha", claim.head_sha.clone()),
+            ("query_source", claim.query_source.clone()),
+            ("table", claim.tables.first().cloned().unwrap_or_default()),
+            (
+                "duration_seconds",
+                claim
+                    .max_duration_seconds
+                    .map(|d| format!("{d:.0}"))
+                    .unwrap_or_default(),
+            ),
+            (
+                "prompt_url",
+                format!("{base}/api/jobs/{}/prompt", claim.job_id),
+            ),
+            (
+                "verdict_url",
+                format!("{base}/api/jobs/{}/pre-review", claim.job_id),
+            ),
+            ("prompt_token", claim.prompt_token.clone()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        Dispatch {
+            workflow: self.settings.workflow.clone(),
+            git_ref,
+            inputs,
+        }
+    }
+
+    async fn close(&self, claim: CloseClaim) {
+        let marker = rejection_marker(claim.job_id, &claim.verdict.head_sha);
+        let body = rejection_comment(claim.job_id, &claim.verdict);
+        let repo = &self.settings.repo;
+        let done = async {
+            // Always look for the marker: a crash may fall between comment and record.
+            comment_once(
+                self.github.as_ref(),
+                repo,
+                claim.pr_number,
+                2,
+                &marker,
+                &body,
+            )
+            .await?;
+            self.github.close_pull(repo, claim.pr_number).await
+        }
+        .await;
+        match done {
+            Ok(()) => {
+                tracing::info!(
+                    pr = claim.pr_number,
+                    "fix PR closed after a failed pre-review"
+                );
+                if let Err(e) = self.store.finish_pre_review_close(claim.job_id).await {
+                    tracing::warn!(error = %e, "recording the close failed; it is retried (both steps are idempotent)");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "closing the PR failed; retried after the lease"),
+        }
+    }
+}

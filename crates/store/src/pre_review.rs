@@ -1,0 +1,301 @@
+//! The AI pre-review's state: which head of a fix PR waits for a run, the
+//! verdicts received, and the closing of PRs that failed. Dispatching and
+//! closing happen between these calls, with no connection held.
+
+use crate::{Store, StoreError};
+use longtx_core::pre_review::{decide, Action, PreReviewMode, Verdict};
+use longtx_core::JobState;
+use sqlx::Row;
+use std::time::Duration;
+
+/// A job whose pre-review run is to be dispatched, as the worker claims it.
+#[derive(Debug, Clone)]
+pub struct PreReviewClaim {
+    pub job_id: i64,
+    pub query_source: String,
+    pub pr_number: u64,
+    pub head_sha: String,
+    pub tables: Vec<String>,
+    pub max_duration_seconds: Option<f64>,
+    pub prompt_token: String,
+    pub attempts: i32,
+}
+
+/// A PR to close after a failed verdict.
+#[derive(Debug, Clone)]
+pub struct CloseClaim {
+    pub job_id: i64,
+    pub pr_number: u64,
+    pub verdict: Verdict,
+}
+
+/// What a verdict did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VerdictApplied {
+    /// The job moved (`pre_review` -> `in_review`, or -> `rejected_by_review`).
+    Moved {
+        from: JobState,
+        to: JobState,
+        action: Action,
+    },
+    /// Recorded; the state stays (a pass for a head already in review).
+    Recorded {
+        state: JobState,
+    },
+    /// A verdict for this head was already applied.
+    Duplicate,
+    /// Not the PR's current head: kept for the record, not acted on.
+    Stale {
+        current_head: Option<String>,
+    },
+    /// The job no longer waits for a verdict (merged, closed...).
+    NotAwaiting {
+        state: JobState,
+    },
+    UnknownJob,
+}
+
+/// Marks `head` of the job's PR as waiting for a pre-review run, unless it
+/// already is (a redelivered event does not dispatch a second run).
+pub(crate) async fn schedule(
+    tx: &mut sqlx::PgConnection,
+    job_id: i64,
+    head: &str,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE jobs SET pre_review_state = 'pending', pre_review_head = $2, pre_review_attempts = 0, \
+             pre_review_lease_until = NULL, pre_review_run_id = NULL \
+         WHERE id = $1 AND pre_review_head IS DISTINCT FROM $2",
+    )
+    .bind(job_id)
+    .bind(head)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+impl Store {
+    pub async fn claim_pre_review(
+        &self,
+        lease: Duration,
+    ) -> Result<Option<PreReviewClaim>, StoreError> {
+        let row = sqlx::query(
+            "UPDATE jobs SET pre_review_lease_until = now() + make_interval(secs => $1), \
+                 pre_review_attempts = pre_review_attempts + 1 \
+             WHERE id = (SELECT id FROM jobs \
+                         WHERE pre_review_state = 'pending' AND state IN ('pre_review', 'in_review') \
+                           AND pr_number IS NOT NULL AND prompt_token IS NOT NULL \
+                           AND (pre_review_lease_until IS NULL OR pre_review_lease_until < now()) \
+                         ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             RETURNING id, query_source, pr_number, pre_review_head, tables, max_duration_seconds, \
+                       prompt_token, pre_review_attempts",
+        )
+        .bind(lease.as_secs_f64())
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|r| {
+            Ok(PreReviewClaim {
+                job_id: r.try_get("id")?,
+                query_source: r.try_get("query_source")?,
+                pr_number: r.try_get::<i64, _>("pr_number")? as u64,
+                head_sha: r.try_get("pre_review_head")?,
+                tables: r.try_get("tables")?,
+                max_duration_seconds: r.try_get("max_duration_seconds")?,
+                prompt_token: r.try_get("prompt_token")?,
+                attempts: r.try_get("pre_review_attempts")?,
+            })
+        })
+        .transpose()
+        .map_err(StoreError::Database)
+    }
+
+    /// Records the run dispatched for `head`; a newer head scheduled
+    /// meanwhile stays pending.
+    pub async fn record_pre_review_dispatched(
+        &self,
+        job_id: i64,
+        head: &str,
+        run_id: Option<u64>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE jobs SET pre_review_state = 'dispatched', pre_review_run_id = $3, pre_review_lease_until = NULL \
+             WHERE id = $1 AND pre_review_head = $2 AND pre_review_state = 'pending'",
+        )
+        .bind(job_id)
+        .bind(head)
+        .bind(run_id.map(|id| id as i64))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Applies a verdict in one transaction: checked against the PR's
+    /// current head, once per head, then the state change `mode` calls for.
+    pub async fn record_verdict(
+        &self,
+        job_id: i64,
+        verdict: &Verdict,
+        mode: PreReviewMode,
+    ) -> Result<VerdictApplied, StoreError> {
+        let mut tx = self.begin().await?;
+        let Some(row) = sqlx::query(
+            "SELECT state, pr_head_sha, pre_review_verdict->>'head_sha' AS judged_head FROM jobs WHERE id = $1 FOR UPDATE",
+        )
+        .bind(job_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        else {
+            return Ok(VerdictApplied::UnknownJob);
+        };
+        let state: JobState = row
+            .try_get::<String, _>("state")?
+            .parse()
+            .map_err(|e: longtx_core::job::UnknownState| sqlx::Error::Decode(e.into()))?;
+        let current_head: Option<String> = row.try_get("pr_head_sha")?;
+        let judged_head: Option<String> = row.try_get("judged_head")?;
+        let json = serde_json::to_value(verdict).expect("a verdict serialises");
+        let applied = if current_head.as_deref() != Some(verdict.head_sha.as_str()) {
+            VerdictApplied::Stale { current_head }
+        } else if judged_head.as_deref() == Some(verdict.head_sha.as_str()) {
+            VerdictApplied::Duplicate
+        } else if !matches!(state, JobState::PreReview | JobState::InReview) {
+            VerdictApplied::NotAwaiting { state }
+        } else {
+            apply_verdict(
+                &mut tx,
+                job_id,
+                state,
+                &json,
+                decide(mode, verdict),
+                verdict,
+            )
+            .await?
+        };
+        let outcome = match &applied {
+            VerdictApplied::Moved { to, .. } => format!("moved to {to}"),
+            VerdictApplied::Recorded { .. } => "recorded".to_owned(),
+            VerdictApplied::Duplicate => "duplicate".to_owned(),
+            VerdictApplied::Stale { .. } => "stale head".to_owned(),
+            VerdictApplied::NotAwaiting { state } => format!("job is {state}"),
+            VerdictApplied::UnknownJob => unreachable!("returned above"),
+        };
+        sqlx::query("INSERT INTO pre_review_verdicts (job_id, head_sha, verdict, outcome) VALUES ($1, $2, $3, $4)")
+            .bind(job_id)
+            .bind(&verdict.head_sha)
+            .bind(&json)
+            .bind(&outcome)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(applied)
+    }
+
+    pub async fn claim_pre_review_close(
+        &self,
+        lease: Duration,
+    ) -> Result<Option<CloseClaim>, StoreError> {
+        let row = sqlx::query(
+            "UPDATE jobs SET pre_review_lease_until = now() + make_interval(secs => $1) \
+             WHERE id = (SELECT id FROM jobs WHERE pre_review_close = 'pending' AND state = 'rejected_by_review' AND pr_number IS NOT NULL \
+                           AND (pre_review_lease_until IS NULL OR pre_review_lease_until < now()) \
+                         ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             RETURNING id, pr_number, pre_review_verdict",
+        )
+        .bind(lease.as_secs_f64())
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(r) = row else { return Ok(None) };
+        let verdict: serde_json::Value = r.try_get("pre_review_verdict")?;
+        Ok(Some(CloseClaim {
+            job_id: r.try_get("id")?,
+            pr_number: r.try_get::<i64, _>("pr_number")? as u64,
+            verdict: serde_json::from_value(verdict).map_err(|e| sqlx::Error::Decode(e.into()))?,
+        }))
+    }
+
+    pub async fn finish_pre_review_close(&self, job_id: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE jobs SET pre_review_close = 'done', pre_review_lease_until = NULL WHERE id = $1")
+            .bind(job_id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// The reasons of the source's latest rejected attempt, for the next
+    /// attempt's prompt.
+    pub async fn rejection_reasons(
+        &self,
+        query_source: &str,
+        before_job: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let verdict: Option<serde_json::Value> = sqlx::query_scalar(
+            "SELECT pre_review_verdict FROM jobs WHERE query_source = $1 AND id < $2 \
+               AND state = 'rejected_by_review' AND pre_review_verdict IS NOT NULL ORDER BY id DESC LIMIT 1",
+        )
+        .bind(query_source)
+        .bind(before_job)
+        .fetch_optional(self.pool())
+        .await?
+        .flatten();
+        Ok(verdict
+            .and_then(|v| serde_json::from_value::<Verdict>(v).ok())
+            .map(|v| longtx_core::pre_review::prompt_note(&v))
+            .unwrap_or_default())
+    }
+}
+
+async fn apply_verdict(
+    tx: &mut sqlx::PgConnection,
+    job_id: i64,
+    state: JobState,
+    json: &serde_json::Value,
+    action: Action,
+    verdict: &Verdict,
+) -> Result<VerdictApplied, StoreError> {
+    match action {
+        Action::RequestReviewers => {
+            sqlx::query(
+                "UPDATE jobs SET pre_review_state = 'judged', pre_review_verdict = $2, pre_review_lease_until = NULL, \
+                     state = 'in_review', updated_at = now(), \
+                     reviewers_state = COALESCE(reviewers_state, 'pending') \
+                 WHERE id = $1",
+            )
+            .bind(job_id)
+            .bind(json)
+            .execute(&mut *tx)
+            .await?;
+            Ok(if state == JobState::PreReview {
+                VerdictApplied::Moved {
+                    from: state,
+                    to: JobState::InReview,
+                    action,
+                }
+            } else {
+                VerdictApplied::Recorded { state }
+            })
+        }
+        Action::Reject => {
+            let reason = verdict
+                .reasons
+                .first()
+                .map(|r| r.chars().take(300).collect::<String>())
+                .unwrap_or_default();
+            sqlx::query(
+                "UPDATE jobs SET pre_review_state = 'judged', pre_review_verdict = $2, pre_review_lease_until = NULL, \
+                     pre_review_close = 'pending', state = 'rejected_by_review', state_reason = $3, \
+                     ended_at = now(), updated_at = now() \
+                 WHERE id = $1",
+            )
+            .bind(job_id)
+            .bind(json)
+            .bind(format!("pre-review failed: {reason}"))
+            .execute(&mut *tx)
+            .await?;
+            Ok(VerdictApplied::Moved {
+                from: state,
+                to: JobState::RejectedByReview,
+                action,
+            })
+        }
+    }
+}
