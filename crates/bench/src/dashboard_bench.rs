@@ -172,13 +172,11 @@ async fn report(app: &TestApp, page: &str, requests: usize) -> anyhow::Result<()
         size = body.len();
     }
     times.sort();
-    let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
         "  GET {page:<20} p50 {:>6.1} ms  p99 {:>6.1} ms  max {:>6.1} ms  ({} KiB)",
-        ms(at(0.50)),
-        ms(at(0.99)),
-        ms(*times.last().unwrap()),
+        quantile_ms(&times, 0.50),
+        quantile_ms(&times, 0.99),
+        quantile_ms(&times, 1.0),
         size / 1024
     );
     Ok(())
@@ -206,7 +204,13 @@ async fn store_only(app: &TestApp, requests: usize) -> anyhow::Result<()> {
     times.sort();
     println!(
         "  the main page's queries alone: p50 {:.1} ms",
-        times[times.len() / 2].as_secs_f64() * 1000.0
+        quantile_ms(&times, 0.50)
     );
     Ok(())
+}
+
+/// The `q` quantile of sorted `times`, in milliseconds (1.0 is the max).
+fn quantile_ms(sorted: &[Duration], q: f64) -> f64 {
+    let at = ((sorted.len() as f64 * q) as usize).min(sorted.len() - 1);
+    sorted[at].as_secs_f64() * 1000.0
 }

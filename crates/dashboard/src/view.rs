@@ -325,7 +325,9 @@ pub(crate) fn job_context(page: &JobPage, settings: &PageSettings) -> tera::Cont
     context.insert("pre_review_state", &job.pre_review_state);
     context.insert(
         "pre_review_verdict",
-        &job.pre_review_verdict.as_ref().map(|v| serde_json::to_string_pretty(v).unwrap_or_default()),
+        &job.pre_review_verdict
+            .as_ref()
+            .map(|v| serde_json::to_string_pretty(v).unwrap_or_default()),
     );
     context.insert("wontfix_state", &job.wontfix_state);
     context.insert("wontfix_by", &job.wontfix_by);

@@ -93,6 +93,23 @@ impl OctocrabGitHub {
         Ok(OctocrabGitHub { client, git_auth })
     }
 
+    /// `PATCH /repos/{repo}/pulls/{number}` with `patch` (title and body,
+    /// or state): setting the same values again changes nothing.
+    async fn patch_pull(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        patch: serde_json::Value,
+    ) -> Result<(), GitHubError> {
+        self.send(
+            "PATCH",
+            &format!("/repos/{repo}/pulls/{number}"),
+            Some(&patch),
+        )
+        .await
+        .map(drop)
+    }
+
     async fn send(
         &self,
         method: &str,
@@ -379,25 +396,17 @@ impl GitHub for OctocrabGitHub {
         title: &str,
         body: &str,
     ) -> Result<(), GitHubError> {
-        let patch = serde_json::json!({"title": title, "body": body});
-        self.send(
-            "PATCH",
-            &format!("/repos/{repo}/pulls/{number}"),
-            Some(&patch),
+        self.patch_pull(
+            repo,
+            number,
+            serde_json::json!({"title": title, "body": body}),
         )
         .await
-        .map(drop)
     }
 
     async fn close_pull(&self, repo: &RepoName, number: u64) -> Result<(), GitHubError> {
-        let patch = serde_json::json!({"state": "closed"});
-        self.send(
-            "PATCH",
-            &format!("/repos/{repo}/pulls/{number}"),
-            Some(&patch),
-        )
-        .await
-        .map(drop)
+        self.patch_pull(repo, number, serde_json::json!({"state": "closed"}))
+            .await
     }
 
     async fn cancel_run(&self, repo: &RepoName, run_id: u64) -> Result<(), GitHubError> {

@@ -8,20 +8,8 @@ use longtx_testkit::GitRepo;
 use serde_json::json;
 use tracking::{Tracking, SECRET};
 
-/// A target repository with one owned file, pushed to a bare remote.
 fn target_repository() -> GitRepo {
-    let mut repo = GitRepo::new("target");
-    repo.commit(
-        &[
-            (".github/CODEOWNERS", "app/models/ @alice\n"),
-            ("app/models/order.rb", "class Order; end\n"),
-        ],
-        "Alice",
-        "alice@example.com",
-        30,
-    );
-    repo.bare();
-    repo
+    tracking::repository_owned_by_alice("target")
 }
 
 async fn started(repo: &mut GitRepo) -> Tracking {

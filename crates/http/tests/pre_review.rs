@@ -14,18 +14,7 @@ use tracking::Tracking;
 const PR: u64 = 41;
 
 fn target_repository() -> GitRepo {
-    let mut repo = GitRepo::new("pre-review-target");
-    repo.commit(
-        &[
-            (".github/CODEOWNERS", "app/models/ @alice\n"),
-            ("app/models/order.rb", "class Order; end\n"),
-        ],
-        "Alice",
-        "alice@example.com",
-        30,
-    );
-    repo.bare();
-    repo
+    tracking::repository_owned_by_alice("pre-review-target")
 }
 
 async fn started(repo: &mut GitRepo, mode: PreReviewMode) -> Tracking {

@@ -4,7 +4,7 @@
 //! transaction on one connection, so the figures on a page agree.
 
 use crate::dispatch::dispatch_counts;
-use crate::jobs::{list_jobs_on, JOB_COLUMNS};
+use crate::jobs::{events_of, jobs_by_state_on, list_jobs_on, JOB_COLUMNS};
 use crate::{AlertEventRow, DispatchStatus, JobFilter, JobRow, Store, StoreError};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
@@ -149,10 +149,7 @@ impl Store {
         let today: NaiveDate = sqlx::query_scalar("SELECT (now() AT TIME ZONE 'UTC')::date")
             .fetch_one(&mut *tx)
             .await?;
-        let jobs_by_state =
-            sqlx::query_as("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state")
-                .fetch_all(&mut *tx)
-                .await?;
+        let jobs_by_state = jobs_by_state_on(&mut tx).await?;
         let (sources, source_count) = source_series(&mut tx, query).await?;
         let weeks = week_figures(&mut tx, query.weeks).await?;
         let reviewers = sqlx::query_as::<_, ReviewerLoad>(
@@ -190,14 +187,7 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
         let Some(job) = job else { return Ok(None) };
-        let events = sqlx::query_as::<_, AlertEventRow>(
-            "SELECT id, received_at, origin, query_source, table_name, duration_seconds, outcome, \
-                    detail, job_id, raw_payload \
-             FROM alert_events WHERE job_id = $1 ORDER BY id DESC LIMIT 100",
-        )
-        .bind(id)
-        .fetch_all(&mut *tx)
-        .await?;
+        let events = events_of(&mut tx, id, 100).await?;
         let prompt = sqlx::query_scalar("SELECT prompt FROM jobs WHERE id = $1")
             .bind(id)
             .fetch_one(&mut *tx)

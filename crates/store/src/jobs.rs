@@ -98,25 +98,14 @@ impl Store {
                 .fetch_optional(&mut *conn)
                 .await?;
         let Some(job) = job else { return Ok(None) };
-        let events = sqlx::query_as::<_, AlertEventRow>(
-            "SELECT id, received_at, origin, query_source, table_name, duration_seconds, outcome, \
-                    detail, job_id, raw_payload \
-             FROM alert_events WHERE job_id = $1 ORDER BY id DESC LIMIT $2",
-        )
-        .bind(id)
-        .bind(event_limit.clamp(1, 1000))
-        .fetch_all(&mut *conn)
-        .await?;
+        let events = events_of(&mut conn, id, event_limit).await?;
         Ok(Some((job, events)))
     }
 
     /// How many jobs are in each state (states with none are left out).
     pub async fn jobs_by_state(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        Ok(
-            sqlx::query_as("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state")
-                .fetch_all(self.pool())
-                .await?,
-        )
+        let mut conn = self.acquire().await?;
+        jobs_by_state_on(&mut conn).await
     }
 
     pub async fn job(&self, id: i64) -> Result<Option<JobRow>, StoreError> {
@@ -196,4 +185,32 @@ pub(crate) async fn list_jobs_on(
         .fetch_all(&mut *conn)
         .await?;
     Ok(rows)
+}
+
+/// A job's newest alert events, at most `limit` (1 to 1000).
+pub(crate) async fn events_of(
+    conn: &mut sqlx::PgConnection,
+    job_id: i64,
+    limit: i64,
+) -> Result<Vec<AlertEventRow>, StoreError> {
+    Ok(sqlx::query_as::<_, AlertEventRow>(
+        "SELECT id, received_at, origin, query_source, table_name, duration_seconds, outcome, \
+                detail, job_id, raw_payload \
+         FROM alert_events WHERE job_id = $1 ORDER BY id DESC LIMIT $2",
+    )
+    .bind(job_id)
+    .bind(limit.clamp(1, 1000))
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
+/// How many jobs are in each state (states with none are left out).
+pub(crate) async fn jobs_by_state_on(
+    conn: &mut sqlx::PgConnection,
+) -> Result<Vec<(String, i64)>, StoreError> {
+    Ok(
+        sqlx::query_as("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state")
+            .fetch_all(&mut *conn)
+            .await?,
+    )
 }

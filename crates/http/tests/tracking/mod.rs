@@ -145,3 +145,20 @@ impl Tracking {
         (status, response.json().await.unwrap())
     }
 }
+
+/// A target repository whose `app/models/` Alice owns (CODEOWNERS), pushed
+/// to a bare remote named after `name`.
+pub fn repository_owned_by_alice(name: &str) -> longtx_testkit::GitRepo {
+    let mut repo = longtx_testkit::GitRepo::new(name);
+    repo.commit(
+        &[
+            (".github/CODEOWNERS", "app/models/ @alice\n"),
+            ("app/models/order.rb", "class Order; end\n"),
+        ],
+        "Alice",
+        "alice@example.com",
+        30,
+    );
+    repo.bare();
+    repo
+}
