@@ -177,9 +177,12 @@ pub enum PrEvent {
     WontfixLabeled {
         by: String,
     },
-    /// The agent's workflow run finished; `opened_pr` is unknown to the run
-    /// event, so a job still waiting for its PR then has none.
-    RunCompleted,
+    /// The agent's workflow run finished. The workflow only pushes the
+    /// branch: after a successful run longtx opens the PR itself (the job
+    /// stays where it is until then); any other conclusion means no PR.
+    RunCompleted {
+        success: bool,
+    },
 }
 
 /// The state a job moves to, or `None` when the event changes nothing.
@@ -207,7 +210,7 @@ pub fn next_state(current: JobState, event: &PrEvent, gate: ReviewGate) -> Optio
         }
         PrEvent::Closed { merged: true } if waiting_for_pr || open => Merged,
         PrEvent::Closed { merged: false } if waiting_for_pr || open => Closed,
-        PrEvent::RunCompleted if waiting_for_pr => NoPr,
+        PrEvent::RunCompleted { success: false } if waiting_for_pr => NoPr,
         _ => return None,
     };
     (to != current).then_some(to)

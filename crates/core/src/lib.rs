@@ -10,6 +10,7 @@ pub mod alertmanager;
 pub mod codeowners;
 pub mod datadog;
 pub mod duration;
+pub mod fix_pr;
 pub mod github_events;
 pub mod glob;
 pub mod ignore_list;
@@ -20,6 +21,7 @@ pub mod query_logs;
 pub mod query_source;
 pub mod reviewers;
 pub mod wontfix;
+pub mod workflow;
 
 pub use alert::{Alert, AlertOrigin, AlertStatus};
 pub use ignore_list::{IgnoreEntry, IgnoreList};

@@ -40,6 +40,11 @@ impl PreReviewMode {
 pub enum Outcome {
     Pass,
     Fail,
+    /// The review produced no usable answer (the agent gave no structured
+    /// output, or no verdict came within `LONGTX_PRE_REVIEW_TIMEOUT`). A
+    /// broken review never closes a fix: people are asked, and the job page
+    /// shows that no verdict came.
+    NoVerdict,
 }
 
 /// What the reviewing agent returns (and the workflow posts back), for one
@@ -105,6 +110,21 @@ pub enum Action {
     RequestReviewers,
     /// Comment the reasons, close the PR: `rejected_by_review`.
     Reject,
+}
+
+/// The verdict recorded when a head waited past the timeout.
+pub fn timed_out(head_sha: &str, timeout: std::time::Duration) -> Verdict {
+    Verdict {
+        head_sha: head_sha.to_owned(),
+        addresses_bottleneck: false,
+        minimal_change: false,
+        preserves_behaviour: false,
+        verdict: Outcome::NoVerdict,
+        reasons: vec![format!(
+            "no verdict within {} minutes of the review being requested; people are asked instead",
+            timeout.as_secs().div_ceil(60)
+        )],
+    }
 }
 
 pub fn decide(mode: PreReviewMode, verdict: &Verdict) -> Action {
@@ -208,6 +228,14 @@ mod tests {
             Action::RequestReviewers
         );
         assert_eq!(decide(PreReviewMode::On, &pass), Action::RequestReviewers);
+        let none = timed_out(&"b".repeat(40), std::time::Duration::from_secs(1800));
+        assert_eq!(none.validate(), Ok(()));
+        assert!(none.reasons[0].contains("30 minutes"));
+        assert_eq!(
+            decide(PreReviewMode::On, &none),
+            Action::RequestReviewers,
+            "a review that never answered must not close the fix"
+        );
         assert_eq!(
             "ADVISORY".parse::<PreReviewMode>(),
             Ok(PreReviewMode::Advisory)

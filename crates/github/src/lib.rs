@@ -6,9 +6,11 @@
 //! limits and server errors.
 
 mod octo;
+mod probe;
 pub mod retry;
 
 pub use octo::{Credentials, OctocrabGitHub};
+pub use probe::{Grants, Hook};
 
 /// Items per page on list calls; lists longer than `MAX_PAGES` pages are cut.
 pub const PER_PAGE: usize = 100;
@@ -82,6 +84,39 @@ pub struct Comment {
     pub id: u64,
     #[serde(default)]
     pub body: String,
+}
+
+/// A pull request, as longtx reads it back (`GET`/`POST .../pulls`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PullSummary {
+    pub number: u64,
+    pub html_url: String,
+    /// `open` or `closed`.
+    pub state: String,
+    pub merged: bool,
+    pub head_ref: String,
+    pub head_sha: String,
+    pub base_ref: String,
+    /// Who opened it (longtx's own login, or `<app>[bot]`).
+    pub author: String,
+}
+
+/// What a branch holds beyond its base (`GET .../compare/{base}...{head}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub ahead_by: u64,
+    /// The full messages of the commits ahead, oldest first.
+    pub messages: Vec<String>,
+}
+
+/// A PR longtx opens.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NewPull {
+    pub title: String,
+    pub body: String,
+    /// The branch, in the repository itself (never a fork).
+    pub head: String,
+    pub base: String,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -218,6 +253,48 @@ pub trait GitHub: Send + Sync + 'static {
         &self,
         repo: &RepoName,
         run_id: u64,
+    ) -> impl Future<Output = Result<(), GitHubError>> + Send;
+
+    /// Every PR, open or closed, whose head is `branch` of the repository
+    /// itself, newest first.
+    fn pulls_for_branch(
+        &self,
+        repo: &RepoName,
+        branch: &str,
+    ) -> impl Future<Output = Result<Vec<PullSummary>, GitHubError>> + Send;
+
+    /// The commits `head` has beyond `base`; `None` when either ref does
+    /// not exist.
+    fn compare(
+        &self,
+        repo: &RepoName,
+        base: &str,
+        head: &str,
+    ) -> impl Future<Output = Result<Option<Comparison>, GitHubError>> + Send;
+
+    /// Opens a PR. GitHub refuses a second open PR for the same head (422),
+    /// so callers look first and look again after a refusal.
+    fn create_pull(
+        &self,
+        repo: &RepoName,
+        pull: &NewPull,
+    ) -> impl Future<Output = Result<PullSummary, GitHubError>> + Send;
+
+    /// Creates a label unless it exists (an existing one is left as is).
+    fn ensure_label(
+        &self,
+        repo: &RepoName,
+        name: &str,
+        color: &str,
+        description: &str,
+    ) -> impl Future<Output = Result<(), GitHubError>> + Send;
+
+    /// Adds labels to a PR (a label it has already is kept once).
+    fn add_labels(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        labels: &[String],
     ) -> impl Future<Output = Result<(), GitHubError>> + Send;
 
     /// The GitHub login GitHub tied a commit's author to, if any.

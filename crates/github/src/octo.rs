@@ -4,7 +4,10 @@
 //! call.
 
 use crate::retry::rate_limit_wait;
-use crate::{Comment, Dispatch, GitHub, GitHubError, PullFile, RepoName, Run, MAX_PAGES, PER_PAGE};
+use crate::{
+    Comment, Comparison, Dispatch, GitHub, GitHubError, NewPull, PullFile, PullSummary, RepoName,
+    Run, MAX_PAGES, PER_PAGE,
+};
 use serde::de::DeserializeOwned;
 use std::time::Duration;
 
@@ -37,14 +40,14 @@ impl std::fmt::Debug for Credentials {
 
 #[derive(Clone)]
 pub struct OctocrabGitHub {
-    client: octocrab::Octocrab,
+    pub(crate) client: octocrab::Octocrab,
     /// What `git fetch` authenticates with: the token, or the App client
     /// that mints installation tokens.
-    git_auth: GitAuth,
+    pub(crate) git_auth: GitAuth,
 }
 
 #[derive(Clone)]
-enum GitAuth {
+pub(crate) enum GitAuth {
     Token(String),
     App(octocrab::Octocrab, octocrab::models::InstallationId),
 }
@@ -110,7 +113,7 @@ impl OctocrabGitHub {
         .map(drop)
     }
 
-    async fn send(
+    pub(crate) async fn send(
         &self,
         method: &str,
         path: &str,
@@ -198,7 +201,7 @@ impl OctocrabGitHub {
     }
 }
 
-fn parse<T: DeserializeOwned>(text: &str) -> Result<T, GitHubError> {
+pub(crate) fn parse<T: DeserializeOwned>(text: &str) -> Result<T, GitHubError> {
     serde_json::from_str(text)
         .map_err(|e| GitHubError::Unavailable(format!("unexpected response: {e}")))
 }
@@ -213,7 +216,7 @@ fn jsonwebtoken_key(pem: &str) -> Result<octocrab::EncodingKey, GitHubError> {
 
 /// GitHub's `{"message": ...}`, short; never the request, which may carry
 /// inputs.
-fn github_message(body: &str) -> String {
+pub(crate) fn github_message(body: &str) -> String {
     #[derive(serde::Deserialize)]
     struct Message {
         message: String,
@@ -418,6 +421,112 @@ impl GitHub for OctocrabGitHub {
         }
     }
 
+    async fn pulls_for_branch(
+        &self,
+        repo: &RepoName,
+        branch: &str,
+    ) -> Result<Vec<PullSummary>, GitHubError> {
+        // `head` takes `owner:branch`; the owner pins it to the repository
+        // itself, so a fork's branch of the same name is never found.
+        let path = format!(
+            "/repos/{repo}/pulls?state=all&head={}:{}&per_page={PER_PAGE}",
+            repo.owner,
+            query_escape(branch)
+        );
+        let (_, text) = self.send("GET", &path, None).await?;
+        let pulls: Vec<PullJson> = parse(&text)?;
+        Ok(pulls.into_iter().map(PullJson::summary).collect())
+    }
+
+    async fn compare(
+        &self,
+        repo: &RepoName,
+        base: &str,
+        head: &str,
+    ) -> Result<Option<Comparison>, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct CommitBody {
+            message: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct CommitJson {
+            commit: CommitBody,
+        }
+        #[derive(serde::Deserialize)]
+        struct CompareJson {
+            ahead_by: u64,
+            #[serde(default)]
+            commits: Vec<CommitJson>,
+        }
+        let path = format!(
+            "/repos/{repo}/compare/{}...{}",
+            query_escape(base),
+            query_escape(head)
+        );
+        match self.send("GET", &path, None).await {
+            Ok((_, text)) => {
+                let compared: CompareJson = parse(&text)?;
+                Ok(Some(Comparison {
+                    ahead_by: compared.ahead_by,
+                    messages: compared
+                        .commits
+                        .into_iter()
+                        .map(|c| c.commit.message)
+                        .collect(),
+                }))
+            }
+            Err(GitHubError::Refused { status: 404, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn create_pull(
+        &self,
+        repo: &RepoName,
+        pull: &NewPull,
+    ) -> Result<PullSummary, GitHubError> {
+        let body = serde_json::json!({
+            "title": pull.title,
+            "body": pull.body,
+            "head": pull.head,
+            "base": pull.base,
+            "maintainer_can_modify": false,
+        });
+        let (_, text) = self
+            .send("POST", &format!("/repos/{repo}/pulls"), Some(&body))
+            .await?;
+        Ok(parse::<PullJson>(&text)?.summary())
+    }
+
+    async fn ensure_label(
+        &self,
+        repo: &RepoName,
+        name: &str,
+        color: &str,
+        description: &str,
+    ) -> Result<(), GitHubError> {
+        let body = serde_json::json!({"name": name, "color": color, "description": description});
+        match self
+            .send("POST", &format!("/repos/{repo}/labels"), Some(&body))
+            .await
+        {
+            // 422 `already_exists`: someone (or an earlier attempt) made it.
+            Ok(_) | Err(GitHubError::Refused { status: 422, .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn add_labels(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        labels: &[String],
+    ) -> Result<(), GitHubError> {
+        let body = serde_json::json!({ "labels": labels });
+        let path = format!("/repos/{repo}/issues/{number}/labels");
+        self.send("POST", &path, Some(&body)).await.map(drop)
+    }
+
     async fn commit_author_login(
         &self,
         repo: &RepoName,
@@ -467,6 +576,56 @@ struct Login {
     login: String,
 }
 
+#[derive(serde::Deserialize)]
+struct RefJson {
+    #[serde(rename = "ref")]
+    git_ref: String,
+    sha: String,
+}
+
+/// A pull request as GitHub's REST API returns it.
+#[derive(serde::Deserialize)]
+struct PullJson {
+    number: u64,
+    html_url: String,
+    state: String,
+    #[serde(default)]
+    merged_at: Option<String>,
+    user: Login,
+    head: RefJson,
+    base: RefJson,
+}
+
+impl PullJson {
+    fn summary(self) -> PullSummary {
+        PullSummary {
+            number: self.number,
+            html_url: self.html_url,
+            state: self.state,
+            merged: self.merged_at.is_some(),
+            head_ref: self.head.git_ref,
+            head_sha: self.head.sha,
+            base_ref: self.base.git_ref,
+            author: self.user.login,
+        }
+    }
+}
+
+/// Percent-encodes what a branch name may hold that a URL path or query
+/// cannot carry as is (`/` stays: GitHub takes it in both places).
+pub(crate) fn query_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'/' | b'~' => {
+                out.push(byte as char)
+            }
+            _ => out.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    out
+}
+
 impl OctocrabGitHub {
     /// Follows `page=` up to [`MAX_PAGES`]; a short page is the last.
     async fn pages<T: DeserializeOwned>(&self, path: &str) -> Result<Vec<T>, GitHubError> {
@@ -506,10 +665,15 @@ fn endpoint_of(path: &str) -> String {
             "teams" if i > 3 => Some(":team"),
             "workflows" => Some(":workflow"),
             "commits" => Some(":sha"),
+            "compare" => Some(":basehead"),
             _ if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) => Some(":n"),
             _ => None,
         };
         out.push(placeholder.unwrap_or(part));
+        // `base...head` may hold slashes of its own (`longtx/12`).
+        if placeholder == Some(":basehead") {
+            break;
+        }
     }
     out.join("/")
 }
@@ -535,6 +699,10 @@ mod endpoint_tests {
         assert_eq!(
             endpoint_of("/repos/a/b/commits/abc123"),
             "/repos/:owner/:repo/commits/:sha"
+        );
+        assert_eq!(
+            endpoint_of("/repos/a/b/compare/main...longtx/12"),
+            "/repos/:owner/:repo/compare/:basehead"
         );
         assert_eq!(endpoint_of("/user"), "/user");
     }

@@ -342,13 +342,14 @@ async fn workflow_run(
         .conclusion
         .as_deref()
         .unwrap_or("unknown");
+    let success = conclusion == "success";
     let detail = format!("run {} concluded {conclusion}", event.workflow_run.id);
     let applied = state
         .store
         .apply_github_event(
             &delivery,
             Some(job_id),
-            Some(&PrEvent::RunCompleted),
+            Some(&PrEvent::RunCompleted { success }),
             None,
             webhook.gate(),
             &detail,
@@ -414,6 +415,16 @@ fn respond(state: &AppState, event: &str, job_id: i64, applied: Applied) -> Resp
             "wontfix_abandoned",
             "closed unmerged: the source is no longer ignored".to_owned(),
         ),
+        Applied::PrOpenRequested => {
+            if let Some(opener) = &state.pr_opener {
+                opener.poke();
+            }
+            (
+                StatusCode::OK,
+                "opening_pr",
+                "longtx opens the fix PR from the pushed branch".to_owned(),
+            )
+        }
     };
     answer(status, event, outcome, Some(job_id), detail)
 }

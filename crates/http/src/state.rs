@@ -3,7 +3,9 @@ use crate::github::GitHubWebhook;
 use longtx_core::pre_review::PreReviewMode;
 use longtx_core::{IgnoreList, IntakePolicy};
 use longtx_dashboard::Pages;
-use longtx_pipeline::{LiveIgnoreList, PreReviewQueue, PromptQueue, ReviewQueue, WontfixQueue};
+use longtx_pipeline::{
+    LiveIgnoreList, PrOpenQueue, PreReviewQueue, PromptQueue, ReviewQueue, WontfixQueue,
+};
 use longtx_store::Store;
 use std::sync::Arc;
 
@@ -28,6 +30,8 @@ pub struct AppState {
     pub wontfix: Option<WontfixQueue>,
     /// Woken when a fix PR waits for (or has) a pre-review verdict.
     pub pre_reviews: Option<PreReviewQueue>,
+    /// Woken when an agent run ended well and its PR is to be opened.
+    pub pr_opener: Option<PrOpenQueue>,
     /// How verdicts are applied; `Off` when no pre-review runs.
     pub pre_review_mode: PreReviewMode,
     /// More gauges for `/metrics` (the in-process collector's).
@@ -66,6 +70,7 @@ impl AppState {
             wontfix: None,
             extra_gauges: None,
             pre_reviews: None,
+            pr_opener: None,
             pre_review_mode: PreReviewMode::Off,
         }
     }
@@ -91,6 +96,11 @@ impl AppState {
 
     pub fn with_reviews(mut self, queue: ReviewQueue) -> Self {
         self.reviews = Some(queue);
+        self
+    }
+
+    pub fn with_pr_opener(mut self, queue: PrOpenQueue) -> Self {
+        self.pr_opener = Some(queue);
         self
     }
 

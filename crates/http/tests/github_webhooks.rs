@@ -265,7 +265,7 @@ async fn closed_reopened_and_merged_move_the_job() {
 }
 
 #[tokio::test]
-async fn a_run_that_opened_no_pr_makes_the_job_no_pr_and_a_late_pr_revives_it() {
+async fn a_run_that_pushed_no_branch_makes_the_job_no_pr_and_a_late_pr_revives_it() {
     let mut repo = target_repository();
     let t = started(&mut repo).await;
     let job = t.job_with_agent_running("admin/users#update").await;
@@ -274,10 +274,20 @@ async fn a_run_that_opened_no_pr_makes_the_job_no_pr_and_a_late_pr_revives_it() 
         .await;
     assert_eq!(
         (status, answer["outcome"].as_str()),
-        (200, Some("moved")),
+        (200, Some("opening_pr")),
         "{answer}"
     );
-    assert_eq!(t.job(job).await.state, "no_pr");
+    let ended = t.wait_for(job, |j| j.state == "no_pr").await;
+    assert_eq!(ended.state, "no_pr");
+    assert!(
+        ended
+            .state_reason
+            .as_deref()
+            .is_some_and(|r| r.contains(&format!("without pushing longtx/{job}"))),
+        "{:?}",
+        ended.state_reason
+    );
+    assert!(t.github.opened_pulls().is_empty());
 
     let (_, other_repo) = t
         .deliver("workflow_run", "r-2", &{

@@ -4,6 +4,7 @@
 mod collect;
 mod config;
 mod database;
+mod doctor;
 mod offline;
 mod serve;
 mod worker_settings;
@@ -33,6 +34,17 @@ enum Command {
     Serve,
     /// Apply database migrations and exit.
     Migrate,
+    /// Check that this deployment will work, before the first alert: the
+    /// database, the catalogue, and on GitHub the workflow files, labels,
+    /// permissions, webhook and secrets. Exits 1 when a check fails.
+    Doctor {
+        /// Create what longtx can create (the labels).
+        #[arg(long)]
+        fix: bool,
+        /// One JSON document instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure, per table, the longest transaction holding a metadata lock
     /// and its query_source; serve the figures on /metrics for Prometheus.
     Collect {
@@ -209,7 +221,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             return offline::print_reviewers(&config, args);
         }
-        Command::Serve | Command::Migrate | Command::Collect { .. } => {}
+        Command::Serve | Command::Migrate | Command::Collect { .. } | Command::Doctor { .. } => {}
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -235,6 +247,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         | Command::Reviewers { .. }
         | Command::Ignore { .. } => {
             unreachable!("handled above")
+        }
+        Command::Doctor { fix, json } => {
+            let ok = runtime.block_on(doctor::run(&config, fix, json))?;
+            if ok {
+                Ok(())
+            } else {
+                anyhow::bail!("some checks failed (see above)")
+            }
         }
         Command::Migrate => runtime.block_on(async {
             let db = database::Database::open(&config).await?;

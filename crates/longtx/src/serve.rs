@@ -163,17 +163,40 @@ async fn start_dispatcher(
                     public_url: gh.public_url.clone(),
                     lease: Duration::from_secs(300),
                     idle_poll: Duration::from_secs(5),
+                    timeout: config.reviews.pre_review_timeout,
+                    mode: config.reviews.pre_review,
                 },
                 github.clone(),
             );
             state = state.with_pre_reviews(config.reviews.pre_review, pre_reviews);
         }
+        let gate = if config.reviews.pre_review.is_enabled() {
+            longtx_core::github_events::ReviewGate::PreReviewFirst
+        } else {
+            longtx_core::github_events::ReviewGate::PeopleAtOnce
+        };
+        let opener = longtx_pipeline::spawn_pr_opener(
+            store.clone(),
+            longtx_pipeline::PrOpenSettings {
+                repo: settings.repo.clone(),
+                git_ref: gh.workflow_ref.clone(),
+                gate,
+                lease: Duration::from_secs(120),
+                idle_poll: Duration::from_secs(5),
+            },
+            github.clone(),
+            longtx_pipeline::AfterOpen {
+                reviews: state.reviews.clone(),
+                pre_reviews: state.pre_reviews.clone(),
+            },
+        );
+        state = state.with_pr_opener(opener);
     }
     longtx_pipeline::spawn_dispatcher(store.clone(), settings, github);
     Ok(state)
 }
 
-fn load_ignore_list(path: &Path) -> anyhow::Result<IgnoreList> {
+pub(crate) fn load_ignore_list(path: &Path) -> anyhow::Result<IgnoreList> {
     match std::fs::read_to_string(path) {
         Ok(text) => {
             let list = IgnoreList::parse(&text)

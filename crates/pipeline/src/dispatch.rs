@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::OnceCell;
+use tracing::Instrument;
 
 #[derive(Debug, Clone)]
 pub struct DispatchSettings {
@@ -78,8 +79,7 @@ impl<G: GitHub> Dispatcher<G> {
                 Ok(Claim::Job(job)) => {
                     last_blocked = None;
                     let span = tracing::info_span!("dispatch", job_id = job.id, query_source = %job.query_source);
-                    let _entered = span.enter();
-                    self.dispatch(job).await;
+                    self.dispatch(job).instrument(span).await;
                     continue;
                 }
                 Ok(Claim::Blocked(reason)) => {
@@ -100,30 +100,8 @@ impl<G: GitHub> Dispatcher<G> {
     }
 
     fn request(&self, job: &ClaimedJob, git_ref: &str) -> (Dispatch, serde_json::Value) {
-        let mut inputs = BTreeMap::new();
-        inputs.insert("job_id".to_owned(), job.id.to_string());
-        inputs.insert("query_source".to_owned(), job.query_source.clone());
-        inputs.insert(
-            "table".to_owned(),
-            job.tables.first().cloned().unwrap_or_default(),
-        );
-        inputs.insert(
-            "duration_seconds".to_owned(),
-            job.max_duration_seconds
-                .map(|d| format!("{d:.0}"))
-                .unwrap_or_default(),
-        );
-        inputs.insert(
-            "prompt_url".to_owned(),
-            format!(
-                "{}/api/jobs/{}/prompt",
-                self.settings.public_url.trim_end_matches('/'),
-                job.id
-            ),
-        );
-        inputs.insert("prompt_sha256".to_owned(), job.prompt_sha256.clone());
+        let inputs = fix_inputs(job, &self.settings.public_url);
         let mut shown = inputs.clone();
-        inputs.insert("prompt_token".to_owned(), job.prompt_token.clone());
         shown.insert("prompt_token".to_owned(), "<redacted>".to_owned());
         let record = serde_json::json!({
             "repo": self.settings.repo.to_string(),
@@ -287,9 +265,8 @@ impl<G: GitHub> Dispatcher<G> {
         }
     }
 
-    /// Runs that ended without a PR make their job `no_pr`; jobs past the
-    /// agent timeout become `expired`. Successful runs are left to PR
-    /// tracking, which sees the PR they opened.
+    /// Runs that failed make their job `no_pr`; runs that ended well hand
+    /// the job to the PR opener; jobs past the agent timeout are `expired`.
     async fn check_running(&self) {
         let Some(github) = &self.github else { return };
         let running = match self.store.running_jobs(self.settings.agent_timeout).await {
@@ -317,22 +294,63 @@ impl<G: GitHub> Dispatcher<G> {
                     _ => None,
                 },
             };
-            if let Some(run) = run {
-                let failed = run.status.as_deref() == Some("completed")
-                    && run.conclusion.as_deref() != Some("success");
-                if failed {
-                    let reason = format!(
-                        "the agent run ended ({}) without a PR",
-                        run.conclusion.as_deref().unwrap_or("no conclusion")
-                    );
-                    let _ = self
-                        .store
-                        .end_running_job(id, JobState::NoPr, &reason)
-                        .await;
-                }
+            let Some(run) = run else { continue };
+            if run.status.as_deref() != Some("completed") {
+                continue;
             }
+            // A good run pushed the branch: the PR opener takes it from here
+            // (the same mark the `workflow_run` webhook sets; whichever
+            // comes first wins, the other changes nothing).
+            if run.conclusion.as_deref() == Some("success") {
+                if let Err(e) = self.store.request_pr_open(id).await {
+                    tracing::warn!(job_id = id, error = %e, "marking the PR to be opened failed; the next poll retries");
+                }
+                continue;
+            }
+            let reason = format!(
+                "the agent run ended ({}) without a PR{}",
+                run.conclusion.as_deref().unwrap_or("no conclusion"),
+                run.html_url
+                    .as_deref()
+                    .map(|u| format!(": {u}"))
+                    .unwrap_or_default()
+            );
+            let _ = self
+                .store
+                .end_running_job(id, JobState::NoPr, &reason)
+                .await;
         }
     }
+}
+
+/// The fix workflow's `workflow_dispatch` inputs for `job` (the prompt
+/// token included): what the template must declare, and what `longtx
+/// doctor` checks a user's copy against.
+pub fn fix_inputs(job: &ClaimedJob, public_url: &str) -> BTreeMap<String, String> {
+    let mut inputs = BTreeMap::new();
+    inputs.insert("job_id".to_owned(), job.id.to_string());
+    inputs.insert("query_source".to_owned(), job.query_source.clone());
+    inputs.insert(
+        "table".to_owned(),
+        job.tables.first().cloned().unwrap_or_default(),
+    );
+    inputs.insert(
+        "duration_seconds".to_owned(),
+        job.max_duration_seconds
+            .map(|d| format!("{d:.0}"))
+            .unwrap_or_default(),
+    );
+    inputs.insert(
+        "prompt_url".to_owned(),
+        format!(
+            "{}/api/jobs/{}/prompt",
+            public_url.trim_end_matches('/'),
+            job.id
+        ),
+    );
+    inputs.insert("prompt_sha256".to_owned(), job.prompt_sha256.clone());
+    inputs.insert("prompt_token".to_owned(), job.prompt_token.clone());
+    inputs
 }
 
 /// A per-job secret for the prompt fetch: 32 random bytes, hex.

@@ -4,14 +4,16 @@
 mod comments;
 mod dispatch;
 mod ignore;
+mod pr_opener;
 mod pre_review;
 mod prompts;
 mod reviewers;
 mod wontfix;
 
-pub use dispatch::{spawn_dispatcher, DispatchSettings};
+pub use dispatch::{fix_inputs, spawn_dispatcher, DispatchSettings};
 pub use ignore::LiveIgnoreList;
-pub use pre_review::{spawn_pre_reviewer, PreReviewQueue, PreReviewSettings};
+pub use pr_opener::{spawn_pr_opener, AfterOpen, PrOpenQueue, PrOpenSettings};
+pub use pre_review::{pre_review_inputs, spawn_pre_reviewer, PreReviewQueue, PreReviewSettings};
 pub use prompts::{facts_of, spawn_prompt_worker, PromptQueue};
 pub use reviewers::{
     comment_marker, configured_login, history_reason, owner_candidates, spawn_reviewer,

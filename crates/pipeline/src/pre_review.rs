@@ -4,7 +4,7 @@
 //! GitHub with no connection held, and records in another.
 
 use crate::comments::comment_once;
-use longtx_core::pre_review::{rejection_comment, rejection_marker};
+use longtx_core::pre_review::{rejection_comment, rejection_marker, timed_out, PreReviewMode};
 use longtx_github::{pre_review_run_marker, retry, Dispatch, GitHub, GitHubError, RepoName, Run};
 use longtx_store::{CloseClaim, PreReviewClaim, Store};
 use std::collections::BTreeMap;
@@ -23,6 +23,10 @@ pub struct PreReviewSettings {
     pub public_url: String,
     pub lease: Duration,
     pub idle_poll: Duration,
+    /// A head with no verdict this long goes to people as "no verdict".
+    pub timeout: Duration,
+    /// How verdicts (and so a timeout's "no verdict") are applied.
+    pub mode: PreReviewMode,
 }
 
 /// Wakes the worker when a PR waits for a run or a verdict failed.
@@ -84,10 +88,36 @@ impl<G: GitHub> Worker<G> {
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "could not claim a PR to close"),
             }
+            self.expire_overdue().await;
             if !worked {
                 tokio::select! {
                     _ = self.wake.notified() => {}
                     _ = tokio::time::sleep(self.settings.idle_poll) => {}
+                }
+            }
+        }
+    }
+
+    /// A review run that died, or never started, must not keep the job in
+    /// `pre_review`: past the timeout its head gets a recorded "no
+    /// verdict", which asks people (the same path as a verdict posted back).
+    async fn expire_overdue(&self) {
+        let overdue = match self.store.overdue_pre_reviews(self.settings.timeout).await {
+            Ok(overdue) => overdue,
+            Err(e) => return tracing::warn!(error = %e, "could not list overdue pre-reviews"),
+        };
+        for (job_id, head) in overdue {
+            let verdict = timed_out(&head, self.settings.timeout);
+            match self
+                .store
+                .record_verdict(job_id, &verdict, self.settings.mode)
+                .await
+            {
+                Ok(applied) => {
+                    tracing::warn!(job_id, %head, ?applied, "no pre-review verdict in time; people are asked")
+                }
+                Err(e) => {
+                    tracing::warn!(job_id, error = %e, "recording the missing verdict failed; retried")
                 }
             }
         }
@@ -160,37 +190,10 @@ impl<G: GitHub> Worker<G> {
     }
 
     fn request(&self, claim: &PreReviewClaim, git_ref: String) -> Dispatch {
-        let base = self.settings.public_url.trim_end_matches('/');
-        let inputs: BTreeMap<String, String> = [
-            ("job_id", claim.job_id.to_string()),
-            ("pr_number", claim.pr_number.to_string()),
-            ("head_sha", claim.head_sha.clone()),
-            ("query_source", claim.query_source.clone()),
-            ("table", claim.tables.first().cloned().unwrap_or_default()),
-            (
-                "duration_seconds",
-                claim
-                    .max_duration_seconds
-                    .map(|d| format!("{d:.0}"))
-                    .unwrap_or_default(),
-            ),
-            (
-                "prompt_url",
-                format!("{base}/api/jobs/{}/prompt", claim.job_id),
-            ),
-            (
-                "verdict_url",
-                format!("{base}/api/jobs/{}/pre-review", claim.job_id),
-            ),
-            ("prompt_token", claim.prompt_token.clone()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
         Dispatch {
             workflow: self.settings.workflow.clone(),
             git_ref,
-            inputs,
+            inputs: pre_review_inputs(claim, &self.settings.public_url),
         }
     }
 
@@ -225,4 +228,36 @@ impl<G: GitHub> Worker<G> {
             Err(e) => tracing::warn!(error = %e, "closing the PR failed; retried after the lease"),
         }
     }
+}
+
+/// The reviewing workflow's `workflow_dispatch` inputs for `claim`: what
+/// the template must declare, and what `longtx doctor` checks.
+pub fn pre_review_inputs(claim: &PreReviewClaim, public_url: &str) -> BTreeMap<String, String> {
+    let base = public_url.trim_end_matches('/');
+    [
+        ("job_id", claim.job_id.to_string()),
+        ("pr_number", claim.pr_number.to_string()),
+        ("head_sha", claim.head_sha.clone()),
+        ("query_source", claim.query_source.clone()),
+        ("table", claim.tables.first().cloned().unwrap_or_default()),
+        (
+            "duration_seconds",
+            claim
+                .max_duration_seconds
+                .map(|d| format!("{d:.0}"))
+                .unwrap_or_default(),
+        ),
+        (
+            "prompt_url",
+            format!("{base}/api/jobs/{}/prompt", claim.job_id),
+        ),
+        (
+            "verdict_url",
+            format!("{base}/api/jobs/{}/pre-review", claim.job_id),
+        ),
+        ("prompt_token", claim.prompt_token.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
 }

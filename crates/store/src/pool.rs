@@ -87,6 +87,26 @@ impl Store {
         Ok(())
     }
 
+    /// Migrations this build has that the database has not applied yet
+    /// (`version description`), without applying them.
+    pub async fn pending_migrations(&self) -> Result<Vec<String>, StoreError> {
+        let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+            .fetch_one(&self.pool)
+            .await?;
+        let applied: Vec<i64> = if exists {
+            sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+                .fetch_all(&self.pool)
+                .await?
+        } else {
+            Vec::new()
+        };
+        Ok(MIGRATOR
+            .iter()
+            .filter(|m| !m.migration_type.is_down_migration() && !applied.contains(&m.version))
+            .map(|m| format!("{} {}", m.version, m.description))
+            .collect())
+    }
+
     /// True when the database answers a trivial query.
     pub async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;

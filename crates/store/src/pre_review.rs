@@ -64,7 +64,7 @@ pub(crate) async fn schedule(
 ) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE jobs SET pre_review_state = 'pending', pre_review_head = $2, pre_review_attempts = 0, \
-             pre_review_lease_until = NULL, pre_review_run_id = NULL \
+             pre_review_lease_until = NULL, pre_review_run_id = NULL, pre_review_since = now() \
          WHERE id = $1 AND pre_review_head IS DISTINCT FROM $2",
     )
     .bind(job_id)
@@ -188,6 +188,28 @@ impl Store {
             .await?;
         tx.commit().await?;
         Ok(applied)
+    }
+
+    /// Jobs whose current head has waited past `timeout` for a verdict:
+    /// (job, head). The caller records a "no verdict" for each.
+    pub async fn overdue_pre_reviews(
+        &self,
+        timeout: Duration,
+    ) -> Result<Vec<(i64, String)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, pr_head_sha FROM jobs \
+             WHERE state = 'pre_review' AND pre_review_state IN ('pending', 'dispatched') \
+               AND pr_head_sha IS NOT NULL \
+               AND pre_review_since < now() - make_interval(secs => $1) \
+             ORDER BY id LIMIT 100",
+        )
+        .bind(timeout.as_secs_f64())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("id")?, r.try_get("pr_head_sha")?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::Database)
     }
 
     pub async fn claim_pre_review_close(

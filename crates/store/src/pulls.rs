@@ -54,6 +54,8 @@ pub enum Applied {
     WontfixPrClosed {
         merged: bool,
     },
+    /// The agent's run ended well: longtx now opens (or finds) the PR.
+    PrOpenRequested,
 }
 
 impl Applied {
@@ -67,6 +69,7 @@ impl Applied {
             Applied::Recorded => "recorded",
             Applied::WontfixRequested => "wontfix_requested",
             Applied::WontfixPrClosed { .. } => "wontfix_pr_closed",
+            Applied::PrOpenRequested => "pr_open_requested",
         }
     }
 }
@@ -222,7 +225,7 @@ impl Store {
     }
 }
 
-async fn apply(
+pub(crate) async fn apply(
     tx: &mut sqlx::PgConnection,
     job_id: i64,
     event: &PrEvent,
@@ -266,6 +269,13 @@ async fn apply(
     if let (JobState::Wontfix, PrEvent::Closed { merged }) = (current, event) {
         crate::wontfix::pr_closed(tx, job_id, *merged).await?;
         return Ok(Applied::WontfixPrClosed { merged: *merged });
+    }
+    if let PrEvent::RunCompleted { success: true } = event {
+        return Ok(if crate::pr_open::request(tx, job_id).await? {
+            Applied::PrOpenRequested
+        } else {
+            Applied::Unchanged { state: current }
+        });
     }
     let to = next_state(current, event, gate);
     // Every new head of an open fix PR is judged (again) by the pre-review.

@@ -35,6 +35,10 @@ pub struct TestAppBuilder {
         longtx_pipeline::WontfixSettings,
         longtx_github::OctocrabGitHub,
     )>,
+    pr_opener: Option<(
+        longtx_pipeline::PrOpenSettings,
+        longtx_github::OctocrabGitHub,
+    )>,
 }
 
 impl TestAppBuilder {
@@ -89,6 +93,16 @@ impl TestAppBuilder {
         github: longtx_github::OctocrabGitHub,
     ) -> Self {
         self.wontfix = Some((settings, github));
+        self
+    }
+
+    /// Run the PR opener, as `longtx serve` does with a client.
+    pub fn pr_opener(
+        mut self,
+        settings: longtx_pipeline::PrOpenSettings,
+        github: longtx_github::OctocrabGitHub,
+    ) -> Self {
+        self.pr_opener = Some((settings, github));
         self
     }
 
@@ -208,6 +222,18 @@ impl TestAppBuilder {
             );
             state = state.with_wontfix(queue);
         }
+        if let Some((settings, github)) = self.pr_opener {
+            let queue = longtx_pipeline::spawn_pr_opener(
+                store.clone(),
+                settings,
+                std::sync::Arc::new(github),
+                longtx_pipeline::AfterOpen {
+                    reviews: state.reviews.clone(),
+                    pre_reviews: state.pre_reviews.clone(),
+                },
+            );
+            state = state.with_pr_opener(queue);
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("binding a loopback port");
@@ -258,6 +284,7 @@ impl TestApp {
             pre_review: None,
             reviewer: None,
             wontfix: None,
+            pr_opener: None,
         }
     }
 

@@ -13,7 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod pulls;
+mod repo;
 pub use pulls::{ReviewRequest, OWN_LOGIN};
+
+/// The slug of the GitHub App the fake's installation tokens belong to;
+/// what it does shows as `longtx-app[bot]`.
+pub const APP_SLUG: &str = "longtx-app";
 
 /// What the next dispatch request meets instead of a plain success.
 #[derive(Debug, Clone)]
@@ -38,6 +43,25 @@ struct Inner {
     next_run_id: u64,
     last_auth: Option<String>,
     pulls: pulls::PullState,
+    repo: repo::RepoState,
+    /// What an installation token may do, as `GET /app/installations/{id}`
+    /// reports it; enforced per endpoint like GitHub does.
+    installation_permissions: serde_json::Map<String, Value>,
+}
+
+/// What longtx's App needs, as README's setup table lists it.
+pub fn full_app_permissions() -> serde_json::Map<String, Value> {
+    let permissions = json!({
+        "actions": "write",
+        "contents": "write",
+        "pull_requests": "write",
+        "issues": "write",
+        "checks": "read",
+        "members": "read",
+        "metadata": "read",
+        "secrets": "read",
+    });
+    permissions.as_object().unwrap().clone()
 }
 
 #[derive(Clone, Default)]
@@ -50,6 +74,7 @@ impl FakeGitHub {
     pub async fn start() -> FakeGitHub {
         let inner = Arc::new(Mutex::new(Inner {
             next_run_id: 9000,
+            installation_permissions: full_app_permissions(),
             ..Inner::default()
         }));
         let app = Router::new()
@@ -68,6 +93,7 @@ impl FakeGitHub {
             )
             .route("/repos/{owner}/{repo}/actions/runs/{id}", get(one_run))
             .merge(pulls::routes())
+            .merge(repo::routes())
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -83,6 +109,13 @@ impl FakeGitHub {
             timeout,
         )
         .expect("a client for the fake")
+    }
+
+    /// Limits what installation tokens may do (keys like `actions`,
+    /// `pull_requests`; values `read` or `write`).
+    pub fn set_installation_permissions(&self, permissions: Value) {
+        self.inner.lock().unwrap().installation_permissions =
+            permissions.as_object().cloned().unwrap_or_default();
     }
 
     /// Faults for the next dispatch requests, in order.
@@ -172,16 +205,71 @@ async fn installation_token(
         )
             .into_response();
     }
+    let permissions = inner.lock().unwrap().installation_permissions.clone();
     (
         StatusCode::CREATED,
         Json(json!({
             "token": format!("ghs_installation_{id}"),
             "expires_at": "2099-01-01T00:00:00Z",
-            "permissions": {"actions": "write", "contents": "write", "pull_requests": "write"},
+            "permissions": permissions,
             "repository_selection": "selected",
         })),
     )
         .into_response()
+}
+
+/// Who the caller acts as: the App's bot for an installation token, the
+/// token's user otherwise.
+fn caller_login(headers: &HeaderMap) -> String {
+    if bearer(headers).starts_with("ghs_") {
+        format!("{APP_SLUG}[bot]")
+    } else {
+        OWN_LOGIN.to_owned()
+    }
+}
+
+fn bearer(headers: &HeaderMap) -> String {
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    auth.split_once(' ')
+        .map(|(_, t)| t)
+        .unwrap_or(auth)
+        .to_owned()
+}
+
+/// GitHub answers an installation token that lacks the endpoint's
+/// permission with 403 "Resource not accessible by integration" (docs
+/// "Permissions required for GitHub Apps"; where the docs list
+/// alternatives, as for labels, any one of `needs` is enough). Other
+/// tokens pass.
+fn gate(inner: &Shared, headers: &HeaderMap, needs: &[(&str, &str)]) -> Option<Response> {
+    if !bearer(headers).starts_with("ghs_") {
+        return None;
+    }
+    let inner = inner.lock().unwrap();
+    let enough = needs.iter().any(|(permission, level)| {
+        let granted = inner
+            .installation_permissions
+            .get(*permission)
+            .and_then(Value::as_str)
+            .unwrap_or("none");
+        match *level {
+            "read" => matches!(granted, "read" | "write" | "admin"),
+            _ => matches!(granted, "write" | "admin"),
+        }
+    });
+    (!enough).then(|| {
+        (
+            StatusCode::FORBIDDEN,
+            Json(json!({
+                "message": "Resource not accessible by integration",
+                "documentation_url": "https://docs.github.com/rest",
+            })),
+        )
+            .into_response()
+    })
 }
 
 fn bad_credentials() -> Response {
@@ -237,6 +325,19 @@ async fn dispatch(
     if !authorised(&headers) {
         return bad_credentials();
     }
+    if let Some(refused) = gate(&inner, &headers, &[("actions", "write")]) {
+        return refused;
+    }
+    // GitHub reads the workflow at the dispatched ref: it must exist, have
+    // a `workflow_dispatch` trigger and declare every input sent; the run's
+    // `display_title` is its `run-name` rendered with the inputs.
+    let display_title = match workflow_title(&inner, &owner, &repo, &workflow, &body) {
+        Ok(title) => title,
+        Err(refusal) => {
+            inner.lock().unwrap().dispatch_requests.push(body.clone());
+            return refusal;
+        }
+    };
     let (fault, run) = {
         let mut inner = inner.lock().unwrap();
         inner.dispatch_requests.push(body.clone());
@@ -245,22 +346,7 @@ async fn dispatch(
         let run = creates.then(|| {
             inner.next_run_id += 1;
             let id = inner.next_run_id;
-            let job_id = body["inputs"]["job_id"].as_str().unwrap_or("?").to_owned();
-            let source = body["inputs"]["query_source"]
-                .as_str()
-                .unwrap_or("")
-                .to_owned();
-            // The templates' run-names: "longtx job <id>: <query_source>",
-            // and "longtx pre-review <id> <head, 12>: ..." for the review.
-            let title = if workflow.contains("pre-review") {
-                let head = body["inputs"]["head_sha"].as_str().unwrap_or("");
-                format!(
-                    "longtx pre-review {job_id} {}: {source}",
-                    &head[..head.len().min(12)]
-                )
-            } else {
-                format!("longtx job {job_id}: {source}")
-            };
+            let title = display_title.clone();
             let run = json!({
                 "id": id,
                 "html_url": format!("https://github.example/{owner}/{repo}/actions/runs/{id}"),
@@ -307,6 +393,91 @@ async fn dispatch(
         "html_url": run["html_url"],
     }))
     .into_response()
+}
+
+/// The dispatched workflow's file, from the remote at the ref. Without a
+/// remote, or with [`FakeGitHub::with_shipped_workflows`] when the remote
+/// lacks the file, the template this repository ships under that name, as
+/// if the user had copied it to the default branch.
+fn workflow_text(inner: &Shared, workflow: &str, git_ref: &str) -> Option<String> {
+    let (git_dir, overlay) = {
+        let inner = inner.lock().unwrap();
+        (inner.repo.git_dir.clone(), inner.repo.shipped_workflows)
+    };
+    let from_remote = git_dir
+        .as_deref()
+        .and_then(|dir| repo::file_at(dir, git_ref, &format!(".github/workflows/{workflow}")));
+    if from_remote.is_some() || (git_dir.is_some() && !overlay) {
+        return from_remote;
+    }
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../.github/workflows")
+            .join(workflow),
+    )
+    .ok()
+}
+
+fn workflow_title(
+    inner: &Shared,
+    owner: &str,
+    repo: &str,
+    workflow: &str,
+    body: &Value,
+) -> Result<String, Response> {
+    let refuse = |status: StatusCode, message: String| {
+        (status, Json(json!({"message": message}))).into_response()
+    };
+    let git_ref = body["ref"].as_str().unwrap_or("main");
+    let Some(text) = workflow_text(inner, workflow, git_ref) else {
+        return Err(refuse(StatusCode::NOT_FOUND, "Not Found".into()));
+    };
+    let declared = crate::workflow_runner::dispatch_inputs(&text).map_err(|_| {
+        refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Workflow does not have 'workflow_dispatch' trigger".into(),
+        )
+    })?;
+    let inputs: std::collections::BTreeMap<String, String> = body["inputs"]
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let unexpected: Vec<&String> = inputs
+        .keys()
+        .filter(|k| !declared.contains_key(*k))
+        .collect();
+    if !unexpected.is_empty() {
+        return Err(refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("Unexpected inputs provided: {unexpected:?}"),
+        ));
+    }
+    if let Some((name, _)) = declared
+        .iter()
+        .find(|(name, spec)| spec.required && spec.default.is_none() && !inputs.contains_key(*name))
+    {
+        return Err(refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("Required input '{name}' not provided"),
+        ));
+    }
+    let github = crate::workflow_runner::GithubContext {
+        repository: format!("{owner}/{repo}"),
+        ref_name: git_ref.to_owned(),
+        token: String::new(),
+        api_url: String::new(),
+        server_url: "https://github.example".into(),
+        actor: OWN_LOGIN.into(),
+        run_id: 0,
+    };
+    let title = crate::workflow_runner::run_name(&text, &inputs, &github)
+        .map_err(|e| refuse(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+    // Without `run-name`, a dispatched run is titled with the workflow's name.
+    Ok(title.unwrap_or_else(|| workflow.trim_end_matches(".yml").to_owned()))
 }
 
 async fn list_runs(

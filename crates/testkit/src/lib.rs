@@ -16,10 +16,13 @@ mod fake_github;
 mod git_repo;
 pub mod github_events;
 pub mod payloads;
+pub mod workflow_runner;
 
 pub use app::{TestApp, TestAppBuilder, GITHUB_REPO};
 pub use db::TestDatabase;
-pub use fake_github::{FakeGitHub, Fault, ReviewRequest, OWN_LOGIN};
+pub use fake_github::{
+    full_app_permissions, FakeGitHub, Fault, ReviewRequest, APP_SLUG, OWN_LOGIN,
+};
 /// Runs futures concurrently on the current task and collects their outputs.
 pub use futures_util::future::join_all;
 pub use git_repo::{history_now, GitRepo};
@@ -31,6 +34,14 @@ pub fn fixture(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
         .join(name)
+}
+
+/// A workflow template as this repository ships it (`.github/workflows/`).
+pub fn shipped_workflow(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.github/workflows")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The shipped catalogue and template, with no checkout: enough for every
@@ -103,6 +114,22 @@ pub fn pre_review_settings() -> longtx_pipeline::PreReviewSettings {
         git_ref: None,
         public_url: "http://127.0.0.1:8080".into(),
         lease: std::time::Duration::from_secs(30),
+        idle_poll: std::time::Duration::from_millis(50),
+        timeout: std::time::Duration::from_secs(1800),
+        mode: longtx_core::pre_review::PreReviewMode::On,
+    }
+}
+
+/// The PR opener as tests run it: the fake's repository, base `main`, fast
+/// polls; `gate` as the service derives it from `LONGTX_PRE_REVIEW`.
+pub fn pr_open_settings(
+    gate: longtx_core::github_events::ReviewGate,
+) -> longtx_pipeline::PrOpenSettings {
+    longtx_pipeline::PrOpenSettings {
+        repo: GITHUB_REPO.parse().unwrap(),
+        git_ref: None,
+        gate,
+        lease: std::time::Duration::from_secs(2),
         idle_poll: std::time::Duration::from_millis(50),
     }
 }

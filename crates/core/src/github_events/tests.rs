@@ -113,8 +113,14 @@ fn pr_events_move_jobs_through_review() {
         (RejectedByReview, PrEvent::Reopened, Some(InReview)),
         (Merged, PrEvent::Reopened, None),
         (Wontfix, PrEvent::Reopened, None),
-        (AgentRunning, PrEvent::RunCompleted, Some(NoPr)),
-        (InReview, PrEvent::RunCompleted, None),
+        (
+            AgentRunning,
+            PrEvent::RunCompleted { success: false },
+            Some(NoPr),
+        ),
+        // A good run: longtx opens the PR, then the job moves.
+        (AgentRunning, PrEvent::RunCompleted { success: true }, None),
+        (InReview, PrEvent::RunCompleted { success: false }, None),
         (Queued, PrEvent::Opened, None),
         (InReview, PrEvent::Labeled(WONTFIX_LABEL.into()), None),
     ];
@@ -139,7 +145,7 @@ fn with_the_pre_review_a_new_pr_waits_for_the_verdict_first() {
         (InReview, PrEvent::Synchronized, None),
         (PreReview, PrEvent::Closed { merged: false }, Some(Closed)),
         (PreReview, PrEvent::Closed { merged: true }, Some(Merged)),
-        (PreReview, PrEvent::RunCompleted, None),
+        (PreReview, PrEvent::RunCompleted { success: true }, None),
         // Reopening after a failed pre-review goes to people: the override.
         (RejectedByReview, PrEvent::Reopened, Some(InReview)),
         (RejectedByReview, PrEvent::Closed { merged: false }, None),

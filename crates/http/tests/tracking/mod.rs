@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+use longtx_core::github_events::ReviewGate;
 use longtx_core::pre_review::PreReviewMode;
 use longtx_pipeline::{ReviewSettings, WontfixSettings};
 use longtx_store::JobRow;
@@ -58,7 +59,12 @@ impl Tracking {
         change_wontfix: impl FnOnce(&mut WontfixSettings),
         pre_review: Option<PreReviewMode>,
     ) -> Tracking {
-        let github = FakeGitHub::start().await;
+        // GitHub's git side is the test's bare repository: PRs are opened
+        // from the branches pushed there.
+        let github = FakeGitHub::start()
+            .await
+            .with_remote(remote)
+            .with_shipped_workflows();
         let mirror_dir = std::env::temp_dir().join(format!(
             "longtx-mirror-{}-{}",
             std::process::id(),
@@ -77,7 +83,15 @@ impl Tracking {
                 github.client(Duration::from_secs(5)),
             );
         }
+        let gate = match pre_review {
+            Some(mode) if mode.is_enabled() => ReviewGate::PreReviewFirst,
+            _ => ReviewGate::PeopleAtOnce,
+        };
         let app = builder
+            .pr_opener(
+                longtx_testkit::pr_open_settings(gate),
+                github.client(Duration::from_secs(5)),
+            )
             .prompts(shipped_prompt_sources())
             .dispatcher(
                 dispatch_settings(),
@@ -154,6 +168,14 @@ pub fn repository_owned_by_alice(name: &str) -> longtx_testkit::GitRepo {
         &[
             (".github/CODEOWNERS", "app/models/ @alice\n"),
             ("app/models/order.rb", "class Order; end\n"),
+            (
+                ".github/workflows/long-transaction-fix.yml",
+                &longtx_testkit::shipped_workflow("long-transaction-fix.yml"),
+            ),
+            (
+                ".github/workflows/long-transaction-pre-review.yml",
+                &longtx_testkit::shipped_workflow("long-transaction-pre-review.yml"),
+            ),
         ],
         "Alice",
         "alice@example.com",
@@ -161,4 +183,31 @@ pub fn repository_owned_by_alice(name: &str) -> longtx_testkit::GitRepo {
     );
     repo.bare();
     repo
+}
+
+/// What the fix workflow's last step leaves on the remote: `longtx/<job>`
+/// one commit ahead of `main`, with the workflow's trailers.
+pub fn push_fix_branch(
+    repo: &mut longtx_testkit::GitRepo,
+    job: i64,
+    pattern: Option<&str>,
+) -> String {
+    let branch = format!("longtx/{job}");
+    repo.git(&["checkout", "--quiet", "-b", &branch, "main"]);
+    std::fs::write(
+        repo.path.join("app/models/order.rb"),
+        "class Order\n  # the HTTP call now runs after commit\nend\n",
+    )
+    .unwrap();
+    repo.git(&["add", "-A"]);
+    let mut message =
+        format!("Shorten the long transaction in admin/users#update\n\nLongtx-Job: {job}\n");
+    if let Some(pattern) = pattern {
+        message.push_str(&format!("Longtx-Pattern: {pattern}\n"));
+    }
+    repo.git(&["commit", "--quiet", "-m", &message]);
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    repo.git(&["checkout", "--quiet", "main"]);
+    repo.bare();
+    head
 }

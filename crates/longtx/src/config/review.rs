@@ -24,6 +24,9 @@ pub struct ReviewConfig {
     pub pre_review: longtx_core::pre_review::PreReviewMode,
     /// The reviewing workflow longtx dispatches per head commit.
     pub pre_review_workflow: String,
+    /// `LONGTX_PRE_REVIEW_TIMEOUT`: a head with no verdict this long after
+    /// it was handed to the review goes to people as "no verdict".
+    pub pre_review_timeout: std::time::Duration,
 }
 
 impl fmt::Debug for ReviewConfig {
@@ -41,6 +44,7 @@ impl fmt::Debug for ReviewConfig {
             .field("wontfix_label", &self.wontfix_label)
             .field("pre_review", &self.pre_review)
             .field("pre_review_workflow", &self.pre_review_workflow)
+            .field("pre_review_timeout", &self.pre_review_timeout)
             .finish()
     }
 }
@@ -125,7 +129,12 @@ pub(super) fn load(
         })
         .transpose()?
         .unwrap_or_default();
+    let pre_review_timeout = longtx_core::duration::parse_duration(
+        &var("LONGTX_PRE_REVIEW_TIMEOUT").unwrap_or_else(|| "30m".to_owned()),
+    )
+    .map_err(|e| invalid("LONGTX_PRE_REVIEW_TIMEOUT", e))?;
     Ok(ReviewConfig {
+        pre_review_timeout,
         wontfix_label,
         pre_review,
         pre_review_workflow: var("LONGTX_PRE_REVIEW_WORKFLOW")

@@ -1,0 +1,258 @@
+//! Read-only calls that tell whether a deployment is set up right, for
+//! `longtx doctor`: the repository's files, labels, hooks and secret names,
+//! and what longtx's own credentials may do. Only doctor uses them, so they
+//! stay off the [`crate::GitHub`] trait the pipeline depends on.
+
+use crate::octo::{parse, query_escape, GitAuth};
+use crate::{GitHubError, OctocrabGitHub, RepoName, MAX_PAGES, PER_PAGE};
+use base64::Engine;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// What longtx's credentials are.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Grants {
+    /// An App installation's permissions (`contents` -> `write`, ...).
+    App {
+        permissions: BTreeMap<String, String>,
+        app_slug: Option<String>,
+    },
+    /// A classic token's scopes (`X-OAuth-Scopes`), or `None` for a
+    /// fine-grained token, which has none; `can_push` from the repository's
+    /// `permissions` as GitHub reports them to this token.
+    Token {
+        scopes: Option<Vec<String>>,
+        can_push: bool,
+        is_admin: bool,
+    },
+}
+
+/// Where GitHub delivers webhooks for longtx, and which events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hook {
+    pub url: String,
+    pub active: bool,
+    pub events: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct ContentJson {
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    encoding: String,
+}
+
+impl OctocrabGitHub {
+    /// A file's text at `git_ref`, or `None` when it does not exist there.
+    pub async fn file_at(
+        &self,
+        repo: &RepoName,
+        path: &str,
+        git_ref: &str,
+    ) -> Result<Option<String>, GitHubError> {
+        let url = format!(
+            "/repos/{repo}/contents/{}?ref={}",
+            query_escape(path),
+            query_escape(git_ref)
+        );
+        match self.send("GET", &url, None).await {
+            Ok((_, text)) => {
+                let content: ContentJson = parse(&text)?;
+                if content.encoding != "base64" {
+                    return Err(GitHubError::Unavailable(format!(
+                        "{path}: unexpected encoding {:?}",
+                        content.encoding
+                    )));
+                }
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(content.content.replace(['\n', '\r'], ""))
+                    .map_err(|e| GitHubError::Unavailable(format!("{path}: {e}")))?;
+                Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+            }
+            Err(GitHubError::Refused { status: 404, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub async fn label_names(&self, repo: &RepoName) -> Result<Vec<String>, GitHubError> {
+        #[derive(Deserialize)]
+        struct Label {
+            name: String,
+        }
+        let mut names = Vec::new();
+        for page in 1..=MAX_PAGES {
+            let path = format!("/repos/{repo}/labels?per_page={PER_PAGE}&page={page}");
+            let (_, text) = self.send("GET", &path, None).await?;
+            let labels: Vec<Label> = parse(&text)?;
+            let last = labels.len() < PER_PAGE;
+            names.extend(labels.into_iter().map(|l| l.name));
+            if last {
+                break;
+            }
+        }
+        Ok(names)
+    }
+
+    /// The names of the repository's Actions secrets (never their values).
+    pub async fn actions_secret_names(&self, repo: &RepoName) -> Result<Vec<String>, GitHubError> {
+        #[derive(Deserialize)]
+        struct Secret {
+            name: String,
+        }
+        #[derive(Deserialize)]
+        struct Secrets {
+            secrets: Vec<Secret>,
+        }
+        let path = format!("/repos/{repo}/actions/secrets?per_page={PER_PAGE}");
+        let (_, text) = self.send("GET", &path, None).await?;
+        Ok(parse::<Secrets>(&text)?
+            .secrets
+            .into_iter()
+            .map(|s| s.name)
+            .collect())
+    }
+
+    /// A repository's webhooks (a token's set-up; an App has one hook of
+    /// its own, see [`Self::app_hook`]).
+    pub async fn repo_hooks(&self, repo: &RepoName) -> Result<Vec<Hook>, GitHubError> {
+        #[derive(Deserialize)]
+        struct Config {
+            #[serde(default)]
+            url: String,
+        }
+        #[derive(Deserialize)]
+        struct HookJson {
+            active: bool,
+            events: Vec<String>,
+            config: Config,
+        }
+        let (_, text) = self
+            .send("GET", &format!("/repos/{repo}/hooks"), None)
+            .await?;
+        Ok(parse::<Vec<HookJson>>(&text)?
+            .into_iter()
+            .map(|h| Hook {
+                url: h.config.url,
+                active: h.active,
+                events: h.events,
+            })
+            .collect())
+    }
+
+    /// The App's own webhook (URL from `GET /app/hook/config`, events from
+    /// `GET /app`), read with the App's JWT; `None` for a token.
+    pub async fn app_hook(&self) -> Result<Option<Hook>, GitHubError> {
+        let GitAuth::App(app, _) = &self.git_auth else {
+            return Ok(None);
+        };
+        #[derive(Deserialize)]
+        struct HookConfig {
+            #[serde(default)]
+            url: String,
+        }
+        #[derive(Deserialize)]
+        struct App {
+            #[serde(default)]
+            events: Vec<String>,
+        }
+        let config: HookConfig = jwt_get(app, "/app/hook/config").await?;
+        let about: App = jwt_get(app, "/app").await?;
+        Ok(Some(Hook {
+            active: !config.url.is_empty(),
+            url: config.url,
+            events: about.events,
+        }))
+    }
+
+    /// What longtx's credentials may do on `repo`.
+    pub async fn grants(&self, repo: &RepoName) -> Result<Grants, GitHubError> {
+        match &self.git_auth {
+            GitAuth::App(app, id) => {
+                #[derive(Deserialize)]
+                struct Installation {
+                    #[serde(default)]
+                    permissions: BTreeMap<String, String>,
+                    #[serde(default)]
+                    app_slug: Option<String>,
+                }
+                let installation: Installation =
+                    jwt_get(app, &format!("/app/installations/{}", id.0)).await?;
+                Ok(Grants::App {
+                    permissions: installation.permissions,
+                    app_slug: installation.app_slug,
+                })
+            }
+            GitAuth::Token(_) => {
+                #[derive(Deserialize, Default)]
+                struct Permissions {
+                    #[serde(default)]
+                    push: bool,
+                    #[serde(default)]
+                    admin: bool,
+                }
+                #[derive(Deserialize)]
+                struct Repo {
+                    #[serde(default)]
+                    permissions: Option<Permissions>,
+                }
+                let response = self
+                    .client
+                    ._get(format!("/repos/{repo}"))
+                    .await
+                    .map_err(|e| GitHubError::Unavailable(e.to_string()))?;
+                let status = response.status().as_u16();
+                let scopes = response
+                    .headers()
+                    .get("x-oauth-scopes")
+                    .and_then(|v| v.to_str().ok())
+                    .map(|v| {
+                        v.split(',')
+                            .map(|s| s.trim().to_owned())
+                            .filter(|s| !s.is_empty())
+                            .collect()
+                    });
+                let text = self
+                    .client
+                    .body_to_string(response)
+                    .await
+                    .map_err(|e| GitHubError::Unavailable(e.to_string()))?;
+                if status >= 400 {
+                    return Err(GitHubError::Refused {
+                        status,
+                        message: crate::octo::github_message(&text),
+                    });
+                }
+                let permissions = parse::<Repo>(&text)?.permissions.unwrap_or_default();
+                Ok(Grants::Token {
+                    scopes,
+                    can_push: permissions.push,
+                    is_admin: permissions.admin,
+                })
+            }
+        }
+    }
+}
+
+/// A GET with the App's JWT (the `/app` endpoints take nothing else).
+async fn jwt_get<T: serde::de::DeserializeOwned>(
+    app: &octocrab::Octocrab,
+    path: &str,
+) -> Result<T, GitHubError> {
+    let response = app
+        ._get(path)
+        .await
+        .map_err(|e| GitHubError::Unavailable(e.to_string()))?;
+    let status = response.status().as_u16();
+    let text = app
+        .body_to_string(response)
+        .await
+        .map_err(|e| GitHubError::Unavailable(e.to_string()))?;
+    if status >= 400 {
+        return Err(GitHubError::Refused {
+            status,
+            message: crate::octo::github_message(&text),
+        });
+    }
+    parse(&text)
+}

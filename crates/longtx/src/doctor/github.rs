@@ -1,0 +1,518 @@
+//! Doctor's GitHub checks, with longtx's configured credentials.
+
+use super::Check;
+use crate::config::Config;
+use longtx_core::workflow::WorkflowFile;
+use longtx_github::{GitHub, GitHubError, Grants, OctocrabGitHub, RepoName};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// The events longtx acts on, and why (README's setup table says the same).
+pub const WEBHOOK_EVENTS: [(&str, &str); 2] = [
+    (
+        "pull_request",
+        "PR opened, pushed, closed, labelled wontfix",
+    ),
+    ("workflow_run", "an agent run ended: open its PR"),
+];
+
+/// App permissions longtx uses: (key, level, why, required).
+pub const APP_PERMISSIONS: [(&str, &str, &str, bool); 6] = [
+    (
+        "actions",
+        "write",
+        "dispatch the workflows, read and cancel their runs",
+        true,
+    ),
+    (
+        "contents",
+        "write",
+        "read workflow files and CODEOWNERS, compare branches, push the wontfix reset",
+        true,
+    ),
+    (
+        "pull_requests",
+        "write",
+        "open, label, comment on, close fix PRs; ask reviewers",
+        true,
+    ),
+    (
+        "metadata",
+        "read",
+        "collaborators and their permission",
+        true,
+    ),
+    (
+        "members",
+        "read",
+        "see teams, to ask a committer's team (optional)",
+        false,
+    ),
+    (
+        "secrets",
+        "read",
+        "let `longtx doctor` check the workflows' secrets by name (optional)",
+        false,
+    ),
+];
+
+const SAMPLE_JOB: i64 = 4242;
+const SAMPLE_HEAD: &str = "0123456789abcdef0123456789abcdef01234567";
+
+pub async fn checks(config: &Config, fix: bool) -> Vec<Check> {
+    let gh = &config.github;
+    let (Some(credentials), Some(repo)) = (&gh.credentials, gh.repo.as_deref()) else {
+        return vec![Check::skip(
+            "github",
+            "no GitHub credentials or LONGTX_GITHUB_REPO: dry-run mode, GitHub is not checked",
+        )];
+    };
+    let repo: RepoName = match repo.parse() {
+        Ok(repo) => repo,
+        Err(e) => {
+            return vec![Check::fail(
+                "github.repo",
+                e,
+                "set LONGTX_GITHUB_REPO to owner/name",
+            )]
+        }
+    };
+    let client = match OctocrabGitHub::new(&gh.api_url, credentials, Duration::from_secs(30)) {
+        Ok(client) => client,
+        Err(e) => {
+            return vec![Check::fail(
+                "github.credentials",
+                e.to_string(),
+                "check the App id, key file and installation id, or the token",
+            )]
+        }
+    };
+    let mut checks = Vec::new();
+    let default_branch = match client.default_branch(&repo).await {
+        Ok(branch) => {
+            checks.push(Check::pass(
+                "github.repo",
+                format!("{repo} is reachable; default branch {branch}"),
+            ));
+            branch
+        }
+        Err(e) => {
+            checks.push(Check::fail(
+                "github.repo",
+                format!("{repo}: {e}"),
+                "check LONGTX_GITHUB_REPO and that the App is installed on it (or the token can see it)",
+            ));
+            return checks;
+        }
+    };
+    checks.push(grants(&client, &repo).await);
+    let fix_file = workflow(
+        &client,
+        &repo,
+        &default_branch,
+        "fix",
+        &gh.workflow,
+        &mut checks,
+    )
+    .await;
+    if let Some(file) = &fix_file {
+        checks.push(fix_run_name(file, &gh.workflow));
+        checks.push(inputs("fix", file, &sample_fix_inputs(&gh.public_url)));
+    }
+    let mut files: Vec<WorkflowFile> = fix_file.into_iter().collect();
+    if config.reviews.pre_review.is_enabled() {
+        let workflow_name = &config.reviews.pre_review_workflow;
+        if let Some(file) = workflow(
+            &client,
+            &repo,
+            &default_branch,
+            "pre_review",
+            workflow_name,
+            &mut checks,
+        )
+        .await
+        {
+            checks.push(pre_review_run_name(&file, workflow_name));
+            checks.push(inputs(
+                "pre_review",
+                &file,
+                &sample_pre_review_inputs(&gh.public_url),
+            ));
+            files.push(file);
+        }
+    }
+    checks.push(secrets(&client, &repo, &files).await);
+    checks.push(labels(&client, &repo, &config.reviews.wontfix_label, fix).await);
+    checks.push(webhook(&client, &repo, &gh.public_url).await);
+    checks
+}
+
+async fn grants(client: &OctocrabGitHub, repo: &RepoName) -> Check {
+    let id = "github.permissions";
+    match client.grants(repo).await {
+        Ok(Grants::App { permissions, .. }) => {
+            let level = |key: &str| permissions.get(key).map(String::as_str).unwrap_or("none");
+            let enough = |have: &str, need: &str| match need {
+                "read" => matches!(have, "read" | "write" | "admin"),
+                _ => matches!(have, "write" | "admin"),
+            };
+            let short: Vec<String> = APP_PERMISSIONS
+                .iter()
+                .filter(|(key, need, _, _)| !enough(level(key), need))
+                .map(|(key, need, why, required)| {
+                    format!("{key}: {need} (has {}){}: {why}", level(key), if *required { "" } else { " [optional]" })
+                })
+                .collect();
+            let missing_required = APP_PERMISSIONS
+                .iter()
+                .any(|(key, need, _, required)| *required && !enough(level(key), need));
+            let fix = "in the App's settings, Permissions & events: grant these, then accept the new permissions on the installation";
+            if missing_required {
+                Check::fail(id, format!("the App installation lacks {}", short.join("; ")), fix)
+            } else if !short.is_empty() {
+                Check::warn(id, format!("the App installation lacks {}", short.join("; ")), fix)
+            } else {
+                Check::pass(id, "the App installation has every permission longtx uses")
+            }
+        }
+        Ok(Grants::Token { scopes, can_push, .. }) => match scopes {
+            Some(scopes) if !scopes.iter().any(|s| s == "repo") => Check::fail(
+                id,
+                format!("the classic token has scopes [{}], not `repo`", scopes.join(", ")),
+                "create a token with the `repo` scope (and `read:org` for teams), or use a GitHub App",
+            ),
+            _ if !can_push => Check::fail(
+                id,
+                "the token cannot write to the repository",
+                "give the token's user write access, or grant a fine-grained token Actions, Contents and Pull requests: write",
+            ),
+            Some(scopes) if !scopes.iter().any(|s| s == "read:org" || s == "admin:org") => Check::warn(
+                id,
+                "the classic token has no `read:org`: teams cannot be seen",
+                "add `read:org` so a committer's team can be asked",
+            ),
+            _ => Check::pass(id, "the token can write to the repository"),
+        },
+        Err(e) => Check::fail(id, e.to_string(), "check the credentials"),
+    }
+}
+
+/// Reads a workflow file from the default branch, where GitHub looks for
+/// a dispatchable workflow.
+async fn workflow(
+    client: &OctocrabGitHub,
+    repo: &RepoName,
+    branch: &str,
+    which: &str,
+    name: &str,
+    checks: &mut Vec<Check>,
+) -> Option<WorkflowFile> {
+    let id = format!("github.workflow.{which}");
+    let path = format!(".github/workflows/{name}");
+    match client.file_at(repo, &path, branch).await {
+        Ok(Some(text)) => match WorkflowFile::parse(&text) {
+            Ok(file) => {
+                checks.push(Check::pass(&id, format!("{path} is on {branch}")));
+                Some(file)
+            }
+            Err(e) => {
+                checks.push(Check::fail(
+                    &id,
+                    format!("{path}: {e}"),
+                    "correct the file (actionlint helps)",
+                ));
+                None
+            }
+        },
+        Ok(None) => {
+            checks.push(Check::fail(
+                &id,
+                format!("{path} is not on {branch}"),
+                format!("copy longtx's .github/workflows/{} template there (see README, Setting up GitHub)", template_of(which)),
+            ));
+            None
+        }
+        Err(e) => {
+            checks.push(Check::fail(
+                &id,
+                format!("{path}: {e}"),
+                "grant Contents: read",
+            ));
+            None
+        }
+    }
+}
+
+fn template_of(which: &str) -> &'static str {
+    if which == "fix" {
+        "long-transaction-fix.yml"
+    } else {
+        "long-transaction-pre-review.yml"
+    }
+}
+
+fn inputs(
+    which: &str,
+    file: &WorkflowFile,
+    sent: &std::collections::BTreeMap<String, String>,
+) -> Check {
+    let id = format!("github.workflow.{which}.inputs");
+    let names: BTreeSet<String> = sent.keys().cloned().collect();
+    let problems = file.input_problems(&names);
+    if problems.is_empty() {
+        Check::pass(&id, "its workflow_dispatch inputs match what longtx sends")
+    } else {
+        Check::fail(
+            &id,
+            problems.join("; "),
+            format!(
+                "declare exactly these inputs, as the template does: {}",
+                names.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        )
+    }
+}
+
+fn fix_run_name(file: &WorkflowFile, name: &str) -> Check {
+    let id = "github.workflow.fix.run_name";
+    let inputs = sample_fix_inputs("https://longtx.example");
+    let fix = "keep the template's line: run-name: \"longtx job ${{ inputs.job_id }}: ${{ inputs.query_source }}\"";
+    match file.render_run_name(&inputs) {
+        Ok(Some(title)) => {
+            let run = longtx_core::github_events::WorkflowRun {
+                id: 1,
+                display_title: Some(title.clone()),
+                conclusion: None,
+                html_url: None,
+            };
+            if longtx_core::github_events::job_of_run(&run) == Some(SAMPLE_JOB) {
+                Check::pass(
+                    id,
+                    format!("runs are named {title:?}: found by job after a crash"),
+                )
+            } else {
+                Check::fail(id, format!("{name}: a run would be named {title:?}, which does not start with `longtx job <id>`"), fix)
+            }
+        }
+        Ok(None) => Check::fail(
+            id,
+            format!("{name} has no run-name: longtx cannot find a run by its job"),
+            fix,
+        ),
+        Err(e) => Check::fail(id, e.to_string(), fix),
+    }
+}
+
+fn pre_review_run_name(file: &WorkflowFile, name: &str) -> Check {
+    let id = "github.workflow.pre_review.run_name";
+    let inputs = sample_pre_review_inputs("https://longtx.example");
+    let marker = longtx_github::pre_review_run_marker(SAMPLE_JOB, SAMPLE_HEAD);
+    let fix = "keep the template's line: run-name: \"longtx pre-review ${{ inputs.job_id }} ${{ inputs.head_sha }}: ${{ inputs.query_source }}\"";
+    match file.render_run_name(&inputs) {
+        Ok(Some(title)) if title.contains(&marker) => {
+            Check::pass(id, "runs carry the job and head: found after a crash")
+        }
+        Ok(Some(title)) => Check::fail(
+            id,
+            format!("{name}: a run would be named {title:?}, without {marker:?}"),
+            fix,
+        ),
+        Ok(None) => Check::fail(id, format!("{name} has no run-name"), fix),
+        Err(e) => Check::fail(id, e.to_string(), fix),
+    }
+}
+
+fn sample_claim() -> longtx_store::ClaimedJob {
+    longtx_store::ClaimedJob {
+        id: SAMPLE_JOB,
+        query_source: "admin/users#update".into(),
+        tables: vec!["users".into()],
+        max_duration_seconds: Some(120.0),
+        prompt_sha256: "0".repeat(64),
+        prompt_token: "sample".into(),
+        attempts: 1,
+    }
+}
+
+fn sample_fix_inputs(public_url: &str) -> std::collections::BTreeMap<String, String> {
+    longtx_pipeline::fix_inputs(&sample_claim(), public_url)
+}
+
+fn sample_pre_review_inputs(public_url: &str) -> std::collections::BTreeMap<String, String> {
+    let claim = longtx_store::PreReviewClaim {
+        job_id: SAMPLE_JOB,
+        query_source: "admin/users#update".into(),
+        pr_number: 1,
+        head_sha: SAMPLE_HEAD.into(),
+        tables: vec!["users".into()],
+        max_duration_seconds: Some(120.0),
+        prompt_token: "sample".into(),
+        attempts: 1,
+    };
+    longtx_pipeline::pre_review_inputs(&claim, public_url)
+}
+
+async fn secrets(client: &OctocrabGitHub, repo: &RepoName, files: &[WorkflowFile]) -> Check {
+    let id = "github.secrets";
+    let needed: BTreeSet<String> = files
+        .iter()
+        .flat_map(|f| f.secrets.iter().cloned())
+        .collect();
+    if needed.is_empty() {
+        return Check::pass(id, "the workflows use no secrets");
+    }
+    match client.actions_secret_names(repo).await {
+        Ok(names) => {
+            let missing: Vec<&String> = needed.iter().filter(|n| !names.contains(n)).collect();
+            if missing.is_empty() {
+                Check::pass(
+                    id,
+                    format!(
+                        "Actions secrets present: {}",
+                        needed.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                )
+            } else {
+                Check::fail(
+                    id,
+                    format!("the workflows use Actions secrets the repository lacks: {}", missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")),
+                    format!("add them in Settings > Secrets and variables > Actions (e.g. `gh secret set {}`)", missing[0]),
+                )
+            }
+        }
+        Err(GitHubError::Refused {
+            status: 403 | 404, ..
+        }) => Check::warn(
+            id,
+            format!(
+                "cannot list the repository's secrets; the workflows need {}",
+                needed.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+            "grant the App Secrets: read (names only) to have this checked, or check by hand",
+        ),
+        Err(e) => Check::fail(id, e.to_string(), "retry; GitHub did not answer"),
+    }
+}
+
+async fn labels(client: &OctocrabGitHub, repo: &RepoName, wontfix: &str, fix: bool) -> Check {
+    let id = "github.labels";
+    let wanted = [
+        (
+            longtx_core::fix_pr::FIX_LABEL,
+            longtx_core::fix_pr::FIX_LABEL_COLOR,
+            longtx_core::fix_pr::FIX_LABEL_DESCRIPTION,
+        ),
+        (
+            wontfix,
+            "b60205",
+            "Do not fix this long transaction: longtx drops the commits and ignores the source",
+        ),
+    ];
+    let names = match client.label_names(repo).await {
+        Ok(names) => names,
+        Err(e) => return Check::fail(id, e.to_string(), "grant Pull requests (or Issues): read"),
+    };
+    let missing: Vec<_> = wanted
+        .iter()
+        .filter(|(name, ..)| !names.iter().any(|n| n.eq_ignore_ascii_case(name)))
+        .collect();
+    if missing.is_empty() {
+        return Check::pass(
+            id,
+            format!(
+                "labels `{}` and `{wontfix}` exist",
+                longtx_core::fix_pr::FIX_LABEL
+            ),
+        );
+    }
+    let list = missing
+        .iter()
+        .map(|(n, ..)| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if fix {
+        for (name, color, description) in &missing {
+            if let Err(e) = client.ensure_label(repo, name, color, description).await {
+                return Check::fail(
+                    id,
+                    format!("creating {name}: {e}"),
+                    "grant Pull requests (or Issues): write",
+                );
+            }
+        }
+        return Check::pass(id, format!("created {list}"));
+    }
+    Check::fail(
+        id,
+        format!("missing labels: {list} (reviewers add the wontfix label to decline a fix)"),
+        "run `longtx doctor --fix` to create them",
+    )
+}
+
+async fn webhook(client: &OctocrabGitHub, repo: &RepoName, public_url: &str) -> Check {
+    let id = "github.webhook";
+    let url = format!("{}/webhooks/github", public_url.trim_end_matches('/'));
+    let events: Vec<&str> = WEBHOOK_EVENTS.iter().map(|(e, _)| *e).collect();
+    let hooks = match client.app_hook().await {
+        Ok(Some(hook)) => vec![hook],
+        Ok(None) => match client.repo_hooks(repo).await {
+            Ok(hooks) => hooks,
+            Err(GitHubError::Refused {
+                status: 403 | 404, ..
+            }) => return Check::warn(
+                id,
+                "this token may not read the repository's webhooks",
+                format!(
+                    "check by hand: a webhook to {url}, content type JSON, with the secret, for {}",
+                    events.join(", ")
+                ),
+            ),
+            Err(e) => return Check::fail(id, e.to_string(), "retry; GitHub did not answer"),
+        },
+        Err(e) => {
+            return Check::fail(
+                id,
+                format!("reading the App's webhook: {e}"),
+                "check the App id and private key",
+            )
+        }
+    };
+    let Some(hook) = hooks.iter().find(|h| h.url.trim_end_matches('/') == url) else {
+        let seen: Vec<&str> = hooks.iter().map(|h| h.url.as_str()).collect();
+        return Check::fail(
+            id,
+            format!("no webhook delivers to {url} (found: {})", if seen.is_empty() { "none".to_owned() } else { seen.join(", ") }),
+            format!("add a webhook to {url}, content type application/json, secret LONGTX_GITHUB_WEBHOOK_SECRET, events {}", events.join(", ")),
+        );
+    };
+    if !hook.active {
+        return Check::fail(
+            id,
+            format!("the webhook to {url} is inactive"),
+            "activate it in the webhook's settings",
+        );
+    }
+    let missing: Vec<&&str> = events
+        .iter()
+        .filter(|e| !hook.events.iter().any(|have| have == *e || have == "*"))
+        .collect();
+    if missing.is_empty() {
+        Check::pass(
+            id,
+            format!("a webhook delivers {} to {url}", events.join(", ")),
+        )
+    } else {
+        Check::fail(
+            id,
+            format!(
+                "the webhook to {url} does not send {}",
+                missing
+                    .iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "tick these events in the webhook's (or the App's) settings",
+        )
+    }
+}

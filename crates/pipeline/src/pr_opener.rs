@@ -1,0 +1,258 @@
+//! The PR opener: once an agent run has ended well, longtx opens the fix PR
+//! with its own credentials (so the repository's CI runs on it, which a PR
+//! opened with the Actions token would not get).
+//!
+//! Per claimed job, with no connection held:
+//! 1. look for a PR whose head is `longtx/<job>` in any state: a retry, a
+//!    redelivery or a person may have opened it already;
+//! 2. else compare the branch with the base: no branch, or nothing ahead,
+//!    ends the job `no_pr` with the run's link;
+//! 3. else make sure the label exists, open the PR, label it.
+//!
+//! Then one short transaction records the PR as a webhook would. GitHub
+//! refuses a second open PR for the same head, and step 1 runs on every
+//! attempt, so a crash anywhere never opens two.
+
+use crate::PreReviewQueue;
+use crate::ReviewQueue;
+use longtx_core::fix_pr::{self, FixFacts, FIX_LABEL};
+use longtx_core::github_events::{PrEvent, ReviewGate};
+use longtx_github::{GitHub, GitHubError, NewPull, PullSummary, RepoName};
+use longtx_store::{Applied, PrFacts, PrOpenClaim, Store};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, OnceCell};
+use tracing::Instrument;
+
+#[derive(Debug, Clone)]
+pub struct PrOpenSettings {
+    pub repo: RepoName,
+    /// The PR's base when the job's dispatch did not record its ref: the
+    /// configured workflow ref, else the default branch.
+    pub git_ref: Option<String>,
+    /// Where a new PR goes first: the pre-review, or people.
+    pub gate: ReviewGate,
+    pub lease: Duration,
+    pub idle_poll: Duration,
+}
+
+/// Wakes the opener when a run has ended well.
+#[derive(Clone, Default)]
+pub struct PrOpenQueue {
+    wake: Arc<Notify>,
+}
+
+impl PrOpenQueue {
+    pub fn poke(&self) {
+        self.wake.notify_one();
+    }
+}
+
+/// Who to wake once a PR is recorded.
+#[derive(Clone, Default)]
+pub struct AfterOpen {
+    pub reviews: Option<ReviewQueue>,
+    pub pre_reviews: Option<PreReviewQueue>,
+}
+
+pub fn spawn_pr_opener<G: GitHub>(
+    store: Store,
+    settings: PrOpenSettings,
+    github: Arc<G>,
+    after: AfterOpen,
+) -> PrOpenQueue {
+    let queue = PrOpenQueue::default();
+    let opener = Opener {
+        store,
+        settings,
+        github,
+        after,
+        wake: queue.wake.clone(),
+        default_branch: OnceCell::new(),
+    };
+    tokio::spawn(async move { opener.run().await });
+    queue
+}
+
+struct Opener<G> {
+    store: Store,
+    settings: PrOpenSettings,
+    github: Arc<G>,
+    after: AfterOpen,
+    wake: Arc<Notify>,
+    default_branch: OnceCell<String>,
+}
+
+/// What GitHub said about the job's branch.
+enum Found {
+    Pull(PullSummary, Option<String>),
+    NoBranch(String),
+}
+
+impl<G: GitHub> Opener<G> {
+    async fn run(self) {
+        loop {
+            match self.store.claim_pr_open(self.settings.lease).await {
+                Ok(Some(claim)) => {
+                    let span = tracing::info_span!("open_pr", job_id = claim.job_id, query_source = %claim.query_source);
+                    self.open(claim).instrument(span).await;
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not claim a job whose PR is to be opened")
+                }
+            }
+            tokio::select! {
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(self.settings.idle_poll) => {}
+            }
+        }
+    }
+
+    async fn open(&self, claim: PrOpenClaim) {
+        let found = match self.find_or_open(&claim).await {
+            Ok(found) => found,
+            Err(e) => {
+                // The lease runs out and the next attempt looks again first.
+                tracing::warn!(error = %e, attempt = claim.attempts, "opening the PR failed; retried after the lease");
+                return;
+            }
+        };
+        match found {
+            Found::NoBranch(reason) => {
+                tracing::info!(%reason, "no PR: the run pushed nothing to review");
+                if let Err(e) = self.store.record_no_branch(claim.job_id, &reason).await {
+                    tracing::warn!(error = %e, "recording no_pr failed; retried after the lease");
+                }
+            }
+            Found::Pull(pull, pattern) => self.record(&claim, pull, pattern).await,
+        }
+    }
+
+    async fn find_or_open(&self, claim: &PrOpenClaim) -> Result<Found, GitHubError> {
+        let repo = &self.settings.repo;
+        let branch = fix_pr::branch_of(claim.job_id);
+        if let Some(pull) = self.existing(&branch).await? {
+            return Ok(Found::Pull(pull, None));
+        }
+        let base = match &claim.dispatch_ref {
+            Some(base) => base.clone(),
+            None => self.base().await?,
+        };
+        let run = claim.run_url.as_deref().unwrap_or("its run");
+        let Some(comparison) = self.github.compare(repo, &base, &branch).await? else {
+            return Ok(Found::NoBranch(format!(
+                "the agent run ended without pushing {branch} ({run})"
+            )));
+        };
+        if comparison.ahead_by == 0 {
+            return Ok(Found::NoBranch(format!(
+                "{branch} has no commit ahead of {base}: the agent changed nothing ({run})"
+            )));
+        }
+        let pattern = fix_pr::pattern_of(&comparison.messages);
+        let facts = FixFacts {
+            job_id: claim.job_id,
+            query_source: &claim.query_source,
+            table: claim.tables.first().map(String::as_str),
+            duration_seconds: claim.max_duration_seconds,
+            pattern: pattern.as_deref(),
+            run_url: claim.run_url.as_deref(),
+        };
+        let new = NewPull {
+            title: fix_pr::title(&facts),
+            body: fix_pr::body(&facts),
+            head: branch.clone(),
+            base,
+        };
+        self.github
+            .ensure_label(
+                repo,
+                FIX_LABEL,
+                fix_pr::FIX_LABEL_COLOR,
+                fix_pr::FIX_LABEL_DESCRIPTION,
+            )
+            .await?;
+        let pull = match self.github.create_pull(repo, &new).await {
+            Ok(pull) => pull,
+            // 422 "A pull request already exists": a racing attempt won.
+            Err(refused @ GitHubError::Refused { status: 422, .. }) => {
+                match self.existing(&branch).await? {
+                    Some(pull) => pull,
+                    None => return Err(refused),
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        self.github
+            .add_labels(repo, pull.number, &[FIX_LABEL.to_owned()])
+            .await?;
+        tracing::info!(pr = pull.number, "fix PR opened");
+        Ok(Found::Pull(pull, pattern))
+    }
+
+    /// The newest PR for the branch, open ones first.
+    async fn existing(&self, branch: &str) -> Result<Option<PullSummary>, GitHubError> {
+        let mut pulls = self
+            .github
+            .pulls_for_branch(&self.settings.repo, branch)
+            .await?;
+        pulls.sort_by_key(|p| (p.state == "open", p.number));
+        Ok(pulls.pop())
+    }
+
+    async fn base(&self) -> Result<String, GitHubError> {
+        if let Some(git_ref) = &self.settings.git_ref {
+            return Ok(git_ref.clone());
+        }
+        self.default_branch
+            .get_or_try_init(|| self.github.default_branch(&self.settings.repo))
+            .await
+            .cloned()
+    }
+
+    async fn record(&self, claim: &PrOpenClaim, pull: PullSummary, pattern: Option<String>) {
+        let event = match (pull.state.as_str(), pull.merged) {
+            ("open", _) => PrEvent::Opened,
+            (_, merged) => PrEvent::Closed { merged },
+        };
+        let facts = PrFacts {
+            number: pull.number,
+            url: pull.html_url.clone(),
+            head_sha: pull.head_sha.clone(),
+            base_ref: pull.base_ref.clone(),
+            author: pull.author.clone(),
+        };
+        match self
+            .store
+            .record_pr_opened(
+                claim.job_id,
+                &facts,
+                &event,
+                self.settings.gate,
+                pattern.as_deref(),
+            )
+            .await
+        {
+            Ok(applied) => {
+                tracing::info!(
+                    pr = pull.number,
+                    applied = applied.as_str(),
+                    "fix PR recorded"
+                );
+                if let Applied::Moved { .. } = applied {
+                    if let Some(q) = &self.after.pre_reviews {
+                        q.poke();
+                    }
+                    if let Some(q) = &self.after.reviews {
+                        q.poke();
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "recording the PR failed; the next attempt finds it")
+            }
+        }
+    }
+}

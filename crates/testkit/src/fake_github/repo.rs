@@ -1,0 +1,502 @@
+//! The fake's repository side, backed by a real bare git repository (the
+//! test's remote): file contents, compare, PRs that longtx opens, and
+//! labels. It refuses what GitHub refuses (docs "REST API endpoints for
+//! pull requests", "... for labels", "... for repository contents"):
+//! a PR whose head branch does not exist or has no commit ahead of the
+//! base, a second open PR for the same head, a label created twice.
+//! Facts beyond the reference page are in `docs/github-facts.md`.
+
+use super::{arrive, authorised, bad_credentials, gate, FakeGitHub, Shared};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use base64::Engine;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path as FsPath, PathBuf};
+use std::process::Command;
+
+/// The labels GitHub gives every new repository (docs "Managing labels:
+/// About default labels"); `longtx` is not among them.
+const DEFAULT_LABELS: [&str; 9] = [
+    "bug",
+    "documentation",
+    "duplicate",
+    "enhancement",
+    "good first issue",
+    "help wanted",
+    "invalid",
+    "question",
+    "wontfix",
+];
+
+#[derive(Debug)]
+pub(super) struct RepoState {
+    /// The bare repository GitHub's git side stands for.
+    pub git_dir: Option<PathBuf>,
+    /// PRs opened through `POST pulls`, as GitHub returns them.
+    pub opened: Vec<Value>,
+    pub labels: Vec<String>,
+    pub issue_labels: HashMap<u64, Vec<String>>,
+    pub next_number: u64,
+    /// Dispatches find the shipped templates where the remote has none.
+    pub shipped_workflows: bool,
+}
+
+impl Default for RepoState {
+    fn default() -> Self {
+        RepoState {
+            git_dir: None,
+            opened: Vec::new(),
+            labels: DEFAULT_LABELS.iter().map(|l| l.to_string()).collect(),
+            issue_labels: HashMap::new(),
+            next_number: 100,
+            shipped_workflows: false,
+        }
+    }
+}
+
+impl FakeGitHub {
+    /// Serves the repository's git side (contents, compare, branches of
+    /// PRs) from this bare repository, as GitHub would after a push.
+    pub fn with_remote(self, git_dir: &FsPath) -> Self {
+        self.inner.lock().unwrap().repo.git_dir = Some(git_dir.to_owned());
+        self
+    }
+
+    /// Dispatches of a workflow the remote lacks use the shipped template
+    /// (for tests about other things than the user's copy of it).
+    pub fn with_shipped_workflows(self) -> Self {
+        self.inner.lock().unwrap().repo.shipped_workflows = true;
+        self
+    }
+
+    /// PRs opened through the API, oldest first.
+    pub fn opened_pulls(&self) -> Vec<Value> {
+        self.inner.lock().unwrap().repo.opened.clone()
+    }
+
+    /// The labels a PR (or issue) carries.
+    pub fn labels_on(&self, number: u64) -> Vec<String> {
+        let inner = self.inner.lock().unwrap();
+        inner
+            .repo
+            .issue_labels
+            .get(&number)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    pub fn repository_labels(&self) -> Vec<String> {
+        self.inner.lock().unwrap().repo.labels.clone()
+    }
+
+    /// Removes a label from the repository (a user deleted it).
+    pub fn delete_label(&self, name: &str) {
+        self.inner.lock().unwrap().repo.labels.retain(|l| l != name);
+    }
+}
+
+pub(super) fn routes() -> Router<Shared> {
+    Router::new()
+        .route("/repos/{owner}/{repo}/contents/{*path}", get(contents))
+        .route("/repos/{owner}/{repo}/compare/{*basehead}", get(compare))
+        .route(
+            "/repos/{owner}/{repo}/pulls",
+            get(list_pulls).post(create_pull),
+        )
+        .route(
+            "/repos/{owner}/{repo}/labels",
+            get(list_labels).post(create_label),
+        )
+        .route(
+            "/repos/{owner}/{repo}/issues/{number}/labels",
+            post(add_labels),
+        )
+}
+
+/// `git --git-dir=<remote> args`: stdout when it succeeds.
+pub(super) fn git(git_dir: &FsPath, args: &[&str]) -> Option<String> {
+    let output = Command::new("git")
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// A branch name or commit id as a commit id, if it names one.
+fn resolve(git_dir: &FsPath, name: &str) -> Option<String> {
+    let spec = if name.len() == 40 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+        format!("{name}^{{commit}}")
+    } else {
+        format!("refs/heads/{name}^{{commit}}")
+    };
+    git(git_dir, &["rev-parse", "--verify", "--quiet", &spec]).map(|s| s.trim().to_owned())
+}
+
+/// A file at a ref of the remote, when there is one.
+pub(super) fn file_at(git_dir: &FsPath, git_ref: &str, path: &str) -> Option<String> {
+    let commit = resolve(git_dir, git_ref)?;
+    git(git_dir, &["show", &format!("{commit}:{path}")])
+}
+
+fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(json!({"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})),
+    )
+        .into_response()
+}
+
+fn validation_failed(errors: Value) -> Response {
+    (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        Json(json!({"message": "Validation Failed", "errors": errors})),
+    )
+        .into_response()
+}
+
+fn no_remote() -> Response {
+    (
+        StatusCode::NOT_IMPLEMENTED,
+        Json(json!({"message": "the fake has no git remote: call FakeGitHub::with_remote"})),
+    )
+        .into_response()
+}
+
+fn git_dir(inner: &Shared) -> Option<PathBuf> {
+    inner.lock().unwrap().repo.git_dir.clone()
+}
+
+async fn contents(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, path)): Path<(String, String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    arrive(&inner, format!("GET /repos/{owner}/{repo}/contents/{path}")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    if let Some(refused) = gate(&inner, &headers, &[("contents", "read")]) {
+        return refused;
+    }
+    let Some(dir) = git_dir(&inner) else {
+        return no_remote();
+    };
+    let git_ref = query.get("ref").map(String::as_str).unwrap_or("main");
+    let Some(text) = file_at(&dir, git_ref, &path) else {
+        return not_found();
+    };
+    // GitHub wraps the base64 at 60 characters.
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+    let wrapped: Vec<String> = encoded
+        .as_bytes()
+        .chunks(60)
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect();
+    Json(json!({
+        "type": "file",
+        "encoding": "base64",
+        "path": path,
+        "name": path.rsplit('/').next(),
+        "size": text.len(),
+        "content": wrapped.join("\n") + "\n",
+    }))
+    .into_response()
+}
+
+async fn compare(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, basehead)): Path<(String, String, String)>,
+) -> Response {
+    arrive(
+        &inner,
+        format!("GET /repos/{owner}/{repo}/compare/{basehead}"),
+    )
+    .await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    if let Some(refused) = gate(&inner, &headers, &[("contents", "read")]) {
+        return refused;
+    }
+    let Some(dir) = git_dir(&inner) else {
+        return no_remote();
+    };
+    let Some((base, head)) = basehead.split_once("...") else {
+        return not_found();
+    };
+    let (Some(base_sha), Some(head_sha)) = (resolve(&dir, base), resolve(&dir, head)) else {
+        return not_found();
+    };
+    let count = |range: &str| {
+        git(&dir, &["rev-list", "--count", range])
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let ahead_by = count(&format!("{base_sha}..{head_sha}"));
+    let behind_by = count(&format!("{head_sha}..{base_sha}"));
+    let log = git(
+        &dir,
+        &[
+            "log",
+            "--reverse",
+            "--format=%H%x1f%B%x1e",
+            &format!("{base_sha}..{head_sha}"),
+        ],
+    )
+    .unwrap_or_default();
+    let commits: Vec<Value> = log
+        .split('\x1e')
+        .filter_map(|entry| {
+            let (sha, message) = entry.trim_start_matches('\n').split_once('\x1f')?;
+            Some(json!({"sha": sha, "commit": {"message": message.trim_end()}}))
+        })
+        .collect();
+    let status = match (ahead_by, behind_by) {
+        (0, 0) => "identical",
+        (_, 0) => "ahead",
+        (0, _) => "behind",
+        _ => "diverged",
+    };
+    Json(json!({
+        "status": status,
+        "ahead_by": ahead_by,
+        "behind_by": behind_by,
+        "total_commits": ahead_by,
+        "commits": commits,
+    }))
+    .into_response()
+}
+
+async fn list_pulls(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo)): Path<(String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    arrive(&inner, format!("GET /repos/{owner}/{repo}/pulls")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    if let Some(refused) = gate(&inner, &headers, &[("pull_requests", "read")]) {
+        return refused;
+    }
+    let state = query.get("state").map(String::as_str).unwrap_or("open");
+    let head = query.get("head");
+    let inner = inner.lock().unwrap();
+    let pulls: Vec<Value> = inner
+        .repo
+        .opened
+        .iter()
+        .rev()
+        .filter(|p| state == "all" || p["state"] == state)
+        .filter(|p| head.is_none_or(|h| p["head"]["label"] == h.as_str()))
+        .cloned()
+        .collect();
+    Json(pulls).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct NewPull {
+    title: String,
+    head: String,
+    base: String,
+    #[serde(default)]
+    body: Option<String>,
+}
+
+async fn create_pull(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo)): Path<(String, String)>,
+    Json(new): Json<NewPull>,
+) -> Response {
+    arrive(&inner, format!("POST /repos/{owner}/{repo}/pulls")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    if let Some(refused) = gate(&inner, &headers, &[("pull_requests", "write")]) {
+        return refused;
+    }
+    let Some(dir) = git_dir(&inner) else {
+        return no_remote();
+    };
+    let branch = new
+        .head
+        .split_once(':')
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_else(|| new.head.clone());
+    let label = format!("{owner}:{branch}");
+    let Some(base_sha) = resolve(&dir, &new.base) else {
+        return validation_failed(
+            json!([{"resource": "PullRequest", "field": "base", "code": "invalid"}]),
+        );
+    };
+    let Some(head_sha) = resolve(&dir, &branch) else {
+        return validation_failed(
+            json!([{"resource": "PullRequest", "field": "head", "code": "invalid"}]),
+        );
+    };
+    let ahead = git(
+        &dir,
+        &["rev-list", "--count", &format!("{base_sha}..{head_sha}")],
+    )
+    .and_then(|s| s.trim().parse::<u64>().ok())
+    .unwrap_or(0);
+    if ahead == 0 {
+        return validation_failed(json!([{"resource": "PullRequest", "code": "custom",
+            "message": format!("No commits between {} and {branch}", new.base)}]));
+    }
+    let author = super::caller_login(&headers);
+    let mut inner = inner.lock().unwrap();
+    let duplicate = inner.repo.opened.iter().any(|p| {
+        p["state"] == "open" && p["head"]["label"] == label && p["base"]["ref"] == new.base
+    });
+    if duplicate {
+        return validation_failed(json!([{"resource": "PullRequest", "code": "custom",
+            "message": format!("A pull request already exists for {label}.")}]));
+    }
+    inner.repo.next_number += 1;
+    let number = inner.repo.next_number;
+    let full_name = format!("{owner}/{repo}");
+    let pull = json!({
+        "number": number,
+        "html_url": format!("https://github.example/{full_name}/pull/{number}"),
+        "state": "open",
+        "merged_at": null,
+        "title": new.title,
+        "body": new.body,
+        "user": {"login": author},
+        "head": {"ref": branch, "sha": head_sha, "label": label, "repo": {"full_name": full_name}},
+        "base": {"ref": new.base, "sha": base_sha, "repo": {"full_name": full_name}},
+    });
+    inner.repo.opened.push(pull.clone());
+    (StatusCode::CREATED, Json(pull)).into_response()
+}
+
+async fn list_labels(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo)): Path<(String, String)>,
+) -> Response {
+    arrive(&inner, format!("GET /repos/{owner}/{repo}/labels")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    if let Some(refused) = gate(
+        &inner,
+        &headers,
+        &[("issues", "read"), ("pull_requests", "read")],
+    ) {
+        return refused;
+    }
+    let labels: Vec<Value> = inner
+        .lock()
+        .unwrap()
+        .repo
+        .labels
+        .iter()
+        .map(|name| json!({"name": name}))
+        .collect();
+    Json(labels).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct NewLabel {
+    name: String,
+}
+
+async fn create_label(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo)): Path<(String, String)>,
+    Json(new): Json<NewLabel>,
+) -> Response {
+    arrive(&inner, format!("POST /repos/{owner}/{repo}/labels")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    if let Some(refused) = gate(
+        &inner,
+        &headers,
+        &[("issues", "write"), ("pull_requests", "write")],
+    ) {
+        return refused;
+    }
+    let mut inner = inner.lock().unwrap();
+    if inner
+        .repo
+        .labels
+        .iter()
+        .any(|l| l.eq_ignore_ascii_case(&new.name))
+    {
+        return validation_failed(
+            json!([{"resource": "Label", "code": "already_exists", "field": "name"}]),
+        );
+    }
+    inner.repo.labels.push(new.name.clone());
+    (StatusCode::CREATED, Json(json!({"name": new.name}))).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct LabelsBody {
+    labels: Vec<String>,
+}
+
+async fn add_labels(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    Json(body): Json<LabelsBody>,
+) -> Response {
+    arrive(
+        &inner,
+        format!("POST /repos/{owner}/{repo}/issues/{number}/labels"),
+    )
+    .await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    if let Some(refused) = gate(
+        &inner,
+        &headers,
+        &[("issues", "write"), ("pull_requests", "write")],
+    ) {
+        return refused;
+    }
+    let mut inner = inner.lock().unwrap();
+    // The REST call creates a label the repository lacks (colour ededed,
+    // no description: github/docs issue #35718), unlike `gh pr create
+    // --label`, which fails. longtx creates its label first anyway so that
+    // it gets its colour and description.
+    for label in &body.labels {
+        if !inner
+            .repo
+            .labels
+            .iter()
+            .any(|have| have.eq_ignore_ascii_case(label))
+        {
+            inner.repo.labels.push(label.clone());
+        }
+    }
+    let on = inner.repo.issue_labels.entry(number).or_default();
+    for label in body.labels {
+        if !on.contains(&label) {
+            on.push(label);
+        }
+    }
+    let all: Vec<Value> = on.iter().map(|name| json!({"name": name})).collect();
+    Json(all).into_response()
+}
