@@ -47,6 +47,9 @@ struct Inner {
     /// What an installation token may do, as `GET /app/installations/{id}`
     /// reports it; enforced per endpoint like GitHub does.
     installation_permissions: serde_json::Map<String, Value>,
+    /// Tokens with permissions of their own: an Actions run's
+    /// `GITHUB_TOKEN` gets exactly what its workflow's `permissions` grant.
+    token_permissions: std::collections::HashMap<String, serde_json::Map<String, Value>>,
 }
 
 /// What longtx's App needs, as README's setup table lists it.
@@ -116,6 +119,31 @@ impl FakeGitHub {
     pub fn set_installation_permissions(&self, permissions: Value) {
         self.inner.lock().unwrap().installation_permissions =
             permissions.as_object().cloned().unwrap_or_default();
+    }
+
+    /// A run's `GITHUB_TOKEN` for `workflow_yaml`: it may do what the
+    /// workflow's `permissions` (job-level first) grant, nothing else, as
+    /// GitHub documents for "Permissions for the GITHUB_TOKEN".
+    pub fn actions_token(&self, workflow_yaml: &str) -> String {
+        let doc: serde_yaml::Value = serde_yaml::from_str(workflow_yaml).expect("workflow YAML");
+        let job_permissions = doc["jobs"]
+            .as_mapping()
+            .and_then(|jobs| jobs.values().next())
+            .map(|job| job["permissions"].clone())
+            .filter(|p| !p.is_null());
+        let permissions = job_permissions.unwrap_or_else(|| doc["permissions"].clone());
+        let granted: serde_json::Map<String, Value> = permissions
+            .as_mapping()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.as_str()?.replace('-', "_"), json!(v.as_str()?))))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut inner = self.inner.lock().unwrap();
+        let token = format!("ghs_actions_{}", inner.token_permissions.len() + 1);
+        inner.token_permissions.insert(token.clone(), granted);
+        token
     }
 
     /// Faults for the next dispatch requests, in order.
@@ -249,9 +277,13 @@ fn gate(inner: &Shared, headers: &HeaderMap, needs: &[(&str, &str)]) -> Option<R
         return None;
     }
     let inner = inner.lock().unwrap();
+    let token = bearer(headers);
+    let permissions = inner
+        .token_permissions
+        .get(&token)
+        .unwrap_or(&inner.installation_permissions);
     let enough = needs.iter().any(|(permission, level)| {
-        let granted = inner
-            .installation_permissions
+        let granted = permissions
             .get(*permission)
             .and_then(Value::as_str)
             .unwrap_or("none");

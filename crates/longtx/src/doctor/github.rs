@@ -459,14 +459,16 @@ async fn webhook(client: &OctocrabGitHub, repo: &RepoName, public_url: &str) -> 
             Ok(hooks) => hooks,
             Err(GitHubError::Refused {
                 status: 403 | 404, ..
-            }) => return Check::warn(
-                id,
-                "this token may not read the repository's webhooks",
-                format!(
+            }) => {
+                return Check::warn(
+                    id,
+                    "this token may not read the repository's webhooks",
+                    format!(
                     "check by hand: a webhook to {url}, content type JSON, with the secret, for {}",
                     events.join(", ")
                 ),
-            ),
+                )
+            }
             Err(e) => return Check::fail(id, e.to_string(), "retry; GitHub did not answer"),
         },
         Err(e) => {

@@ -43,6 +43,8 @@ pub(super) struct RepoState {
     pub next_number: u64,
     /// Dispatches find the shipped templates where the remote has none.
     pub shipped_workflows: bool,
+    /// Check runs created (`POST check-runs`), as sent.
+    pub check_runs: Vec<Value>,
 }
 
 impl Default for RepoState {
@@ -54,6 +56,7 @@ impl Default for RepoState {
             issue_labels: HashMap::new(),
             next_number: 100,
             shipped_workflows: false,
+            check_runs: Vec::new(),
         }
     }
 }
@@ -71,6 +74,11 @@ impl FakeGitHub {
     pub fn with_shipped_workflows(self) -> Self {
         self.inner.lock().unwrap().repo.shipped_workflows = true;
         self
+    }
+
+    /// Check runs the workflows published, as sent.
+    pub fn check_runs(&self) -> Vec<Value> {
+        self.inner.lock().unwrap().repo.check_runs.clone()
     }
 
     /// PRs opened through the API, oldest first.
@@ -115,6 +123,83 @@ pub(super) fn routes() -> Router<Shared> {
             "/repos/{owner}/{repo}/issues/{number}/labels",
             post(add_labels),
         )
+        .route("/repos/{owner}/{repo}/check-runs", post(create_check_run))
+        .route("/repos/{owner}/{repo}/pulls/{number}", get(one_pull))
+}
+
+/// `Accept: application/vnd.github.diff` gives the PR's diff as text (docs
+/// "Media types" for pulls); anything else the PR as JSON.
+async fn one_pull(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+) -> Response {
+    arrive(&inner, format!("GET /repos/{owner}/{repo}/pulls/{number}")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    if let Some(refused) = gate(
+        &inner,
+        &headers,
+        &[("pull_requests", "read"), ("contents", "read")],
+    ) {
+        return refused;
+    }
+    let (pull, dir) = {
+        let inner = inner.lock().unwrap();
+        let pull = inner
+            .repo
+            .opened
+            .iter()
+            .find(|p| p["number"] == number)
+            .cloned();
+        (pull, inner.repo.git_dir.clone())
+    };
+    let Some(pull) = pull else { return not_found() };
+    let wants_diff = headers
+        .get("accept")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("diff"));
+    if !wants_diff {
+        return Json(pull).into_response();
+    }
+    let Some(dir) = dir else { return no_remote() };
+    let range = format!(
+        "{}...{}",
+        pull["base"]["sha"].as_str().unwrap_or(""),
+        pull["head"]["sha"].as_str().unwrap_or("")
+    );
+    git(&dir, &["diff", &range])
+        .unwrap_or_default()
+        .into_response()
+}
+
+/// Check runs need `checks: write`, which the Actions token has when the
+/// workflow's `permissions` grant it.
+async fn create_check_run(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo)): Path<(String, String)>,
+    Json(body): Json<Value>,
+) -> Response {
+    arrive(&inner, format!("POST /repos/{owner}/{repo}/check-runs")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    if let Some(refused) = gate(&inner, &headers, &[("checks", "write")]) {
+        return refused;
+    }
+    if body["name"].as_str().is_none_or(str::is_empty)
+        || body["head_sha"].as_str().is_none_or(str::is_empty)
+    {
+        return validation_failed(json!([{"resource": "CheckRun", "code": "missing_field"}]));
+    }
+    inner.lock().unwrap().repo.check_runs.push(body.clone());
+    (
+        StatusCode::CREATED,
+        Json(json!({"id": 1, "name": body["name"]})),
+    )
+        .into_response()
 }
 
 /// `git --git-dir=<remote> args`: stdout when it succeeds.
