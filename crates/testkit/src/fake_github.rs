@@ -14,6 +14,7 @@ use std::time::Duration;
 
 mod pulls;
 mod repo;
+mod setup;
 pub use pulls::{ReviewRequest, OWN_LOGIN};
 
 /// The slug of the GitHub App the fake's installation tokens belong to;
@@ -44,6 +45,7 @@ struct Inner {
     last_auth: Option<String>,
     pulls: pulls::PullState,
     repo: repo::RepoState,
+    setup: setup::SetupState,
     /// What an installation token may do, as `GET /app/installations/{id}`
     /// reports it; enforced per endpoint like GitHub does.
     installation_permissions: serde_json::Map<String, Value>,
@@ -97,6 +99,7 @@ impl FakeGitHub {
             .route("/repos/{owner}/{repo}/actions/runs/{id}", get(one_run))
             .merge(pulls::routes())
             .merge(repo::routes())
+            .merge(setup::routes())
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());

@@ -78,6 +78,11 @@ impl GitRepo {
         String::from_utf8_lossy(&output.stdout).trim().to_owned()
     }
 
+    /// The bare copy's path, as last refreshed by [`GitRepo::bare`].
+    pub fn bare_path(&self) -> PathBuf {
+        self.bare.clone().expect("call bare() first")
+    }
+
     /// A bare repository holding this one's branches, made on first call
     /// and refreshed by later calls: the remote a mirror fetches from.
     pub fn bare(&mut self) -> PathBuf {

@@ -1,0 +1,164 @@
+//! `longtx doctor` against the fake GitHub (an App installation) and a real
+//! database: a deployment set up as README says passes; one set up wrong
+//! fails with each problem named.
+
+use longtx_testkit::{FakeGitHub, GitRepo, TestDatabase};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+const PUBLIC_URL: &str = "https://longtx.example.com";
+
+fn repository(with_workflows: bool, fix_template: &str) -> GitRepo {
+    let mut repo = GitRepo::new("doctor");
+    let pre_review = longtx_testkit::shipped_workflow("long-transaction-pre-review.yml");
+    let mut files = vec![("README.md", "app\n".to_owned())];
+    if with_workflows {
+        files.push((
+            ".github/workflows/long-transaction-fix.yml",
+            fix_template.to_owned(),
+        ));
+        files.push((
+            ".github/workflows/long-transaction-pre-review.yml",
+            pre_review,
+        ));
+    }
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    repo.commit(&files, "Alice", "alice@example.com", 1);
+    repo.bare();
+    repo
+}
+
+async fn doctor(github: &FakeGitHub, db: &TestDatabase, args: &[&str]) -> (bool, Value) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let key = longtx_testkit::fixture("test-github-app-key.pem");
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let (url, db_url) = (github.url.clone(), db.url());
+    // The fake answers on this runtime while the command runs on another thread.
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_longtx"))
+            .arg("doctor")
+            .arg("--json")
+            .args(args)
+            .current_dir(&root)
+            .env("DATABASE_URL", db_url)
+            .env("LONGTX_GITHUB_API_URL", url)
+            .env("LONGTX_GITHUB_REPO", "acme/monolith")
+            .env("LONGTX_GITHUB_APP_ID", "12")
+            .env("LONGTX_GITHUB_APP_PRIVATE_KEY_FILE", key)
+            .env("LONGTX_GITHUB_INSTALLATION_ID", "34")
+            .env("LONGTX_PUBLIC_URL", PUBLIC_URL)
+            .env("LONGTX_PRE_REVIEW", "on")
+            .env_remove("LONGTX_GITHUB_TOKEN")
+            .env_remove("GITHUB_TOKEN")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.success(), report)
+}
+
+fn status<'a>(report: &'a Value, id: &str) -> (&'a str, String) {
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id} in {report:#}"));
+    (
+        check["status"].as_str().unwrap(),
+        format!("{} {}", check["detail"], check["fix"]),
+    )
+}
+
+#[tokio::test]
+async fn a_deployment_set_up_as_readme_says_passes() {
+    let db = TestDatabase::create().await;
+    db.store(&Default::default()).migrate().await.unwrap();
+    let repo = repository(
+        true,
+        &longtx_testkit::shipped_workflow("long-transaction-fix.yml"),
+    );
+    let github = FakeGitHub::start().await.with_remote(&repo.bare_path());
+    github.set_actions_secrets(&["ANTHROPIC_API_KEY"]);
+    github.set_app_hook(
+        &format!("{PUBLIC_URL}/webhooks/github"),
+        &["pull_request", "workflow_run"],
+    );
+    // Labels are missing at first: --fix creates them.
+    let (ok, report) = doctor(&github, &db, &[]).await;
+    assert!(!ok);
+    assert_eq!(status(&report, "github.labels").0, "fail");
+    let (ok, report) = doctor(&github, &db, &["--fix"]).await;
+    assert!(ok, "{report:#}");
+    for check in report["checks"].as_array().unwrap() {
+        assert_eq!(check["status"], "pass", "{check}");
+    }
+    assert!(github
+        .repository_labels()
+        .contains(&"long-transaction-wontfix".to_string()));
+}
+
+#[tokio::test]
+async fn every_misconfiguration_is_named_with_its_fix() {
+    let db = TestDatabase::create().await;
+    db.store(&Default::default()).migrate().await.unwrap();
+    // The newest migration not applied yet, as after an upgrade.
+    let pool = longtx_testkit::sqlx::PgPool::connect(&db.url())
+        .await
+        .unwrap();
+    longtx_testkit::sqlx::query(
+        "DELETE FROM _sqlx_migrations WHERE version = (SELECT max(version) FROM _sqlx_migrations)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let renamed = longtx_testkit::shipped_workflow("long-transaction-fix.yml")
+        .replace(
+            "run-name: \"longtx job ${{ inputs.job_id }}: ${{ inputs.query_source }}\"",
+            "run-name: \"Fix ${{ inputs.query_source }}\"",
+        )
+        .replace("      prompt_sha256:\n", "      prompt_hash:\n");
+    let repo = repository(true, &renamed);
+    let github = FakeGitHub::start().await.with_remote(&repo.bare_path());
+    github.set_installation_permissions(serde_json::json!({"actions": "write", "contents": "read", "pull_requests": "read", "metadata": "read"}));
+    github.set_app_hook("https://old.example.com/hook", &["pull_request"]);
+    let (ok, report) = doctor(&github, &db, &[]).await;
+    assert!(!ok);
+    let expect = |id: &str, want: &str, words: &str| {
+        let (got, text) = status(&report, id);
+        assert_eq!(got, want, "{id}: {text}");
+        assert!(text.contains(words), "{id}: {text}");
+    };
+    expect("local.database", "fail", "longtx migrate");
+    expect(
+        "github.permissions",
+        "fail",
+        "pull_requests: write (has read)",
+    );
+    expect("github.workflow.fix.run_name", "fail", "longtx job <id>");
+    expect("github.workflow.fix.inputs", "fail", "`prompt_sha256`");
+    expect("github.secrets", "warn", "Secrets: read");
+    expect("github.labels", "fail", "longtx doctor --fix");
+    expect(
+        "github.webhook",
+        "fail",
+        "no webhook delivers to https://longtx.example.com/webhooks/github",
+    );
+
+    let empty = repository(false, "");
+    let github = FakeGitHub::start().await.with_remote(&empty.bare_path());
+    let (_, report) = doctor(&github, &db, &[]).await;
+    let (got, text) = status(&report, "github.workflow.fix");
+    assert_eq!(got, "fail");
+    assert!(text.contains("is not on main"), "{text}");
+    assert_eq!(status(&report, "github.workflow.pre_review").0, "fail");
+}

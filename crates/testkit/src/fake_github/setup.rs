@@ -1,0 +1,135 @@
+//! The fake's set-up side, for `longtx doctor`: repository webhooks and
+//! Actions secret names (a token's view), and the App's own webhook and
+//! installation (read with the App's JWT only, as GitHub requires).
+
+use super::{arrive, authorised, bad_credentials, gate, FakeGitHub, Shared, APP_SLUG};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+#[derive(Debug, Default)]
+pub(super) struct SetupState {
+    /// (url, active, events) of each repository webhook.
+    pub hooks: Vec<(String, bool, Vec<String>)>,
+    pub secrets: Vec<String>,
+    /// The App's webhook URL and subscribed events.
+    pub app_hook_url: String,
+    pub app_events: Vec<String>,
+}
+
+impl FakeGitHub {
+    pub fn add_repo_hook(&self, url: &str, active: bool, events: &[&str]) {
+        self.inner.lock().unwrap().setup.hooks.push((
+            url.to_owned(),
+            active,
+            events.iter().map(|e| e.to_string()).collect(),
+        ));
+    }
+
+    pub fn set_actions_secrets(&self, names: &[&str]) {
+        self.inner.lock().unwrap().setup.secrets = names.iter().map(|n| n.to_string()).collect();
+    }
+
+    /// The App's webhook, as configured in its settings.
+    pub fn set_app_hook(&self, url: &str, events: &[&str]) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.setup.app_hook_url = url.to_owned();
+        inner.setup.app_events = events.iter().map(|e| e.to_string()).collect();
+    }
+}
+
+pub(super) fn routes() -> Router<Shared> {
+    Router::new()
+        .route("/repos/{owner}/{repo}/hooks", get(hooks))
+        .route("/repos/{owner}/{repo}/actions/secrets", get(secrets))
+        .route("/app/hook/config", get(app_hook_config))
+        .route("/app", get(app))
+        .route("/app/installations/{id}", get(installation))
+}
+
+/// A JWT is three base64url parts; the `/app` endpoints take nothing else.
+fn jwt(headers: &HeaderMap) -> bool {
+    super::bearer(headers).split('.').count() == 3
+}
+
+fn jwt_only() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        Json(json!({"message": "A JSON web token could not be decoded"})),
+    )
+        .into_response()
+}
+
+async fn hooks(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((o, r)): Path<(String, String)>,
+) -> Response {
+    arrive(&inner, format!("GET /repos/{o}/{r}/hooks")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    if let Some(refused) = gate(&inner, &headers, &[("repository_hooks", "read")]) {
+        return refused;
+    }
+    let hooks: Vec<Value> = inner
+        .lock()
+        .unwrap()
+        .setup
+        .hooks
+        .iter()
+        .map(|(url, active, events)| json!({"active": active, "events": events, "config": {"url": url, "content_type": "json"}}))
+        .collect();
+    Json(hooks).into_response()
+}
+
+async fn secrets(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((o, r)): Path<(String, String)>,
+) -> Response {
+    arrive(&inner, format!("GET /repos/{o}/{r}/actions/secrets")).await;
+    if !authorised(&headers) {
+        return bad_credentials();
+    }
+    if let Some(refused) = gate(&inner, &headers, &[("secrets", "read")]) {
+        return refused;
+    }
+    let names = inner.lock().unwrap().setup.secrets.clone();
+    let secrets: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
+    Json(json!({"total_count": secrets.len(), "secrets": secrets})).into_response()
+}
+
+async fn app_hook_config(State(inner): State<Shared>, headers: HeaderMap) -> Response {
+    arrive(&inner, "GET /app/hook/config".into()).await;
+    if !jwt(&headers) {
+        return jwt_only();
+    }
+    let url = inner.lock().unwrap().setup.app_hook_url.clone();
+    Json(json!({"url": url, "content_type": "json", "insecure_ssl": "0"})).into_response()
+}
+
+async fn app(State(inner): State<Shared>, headers: HeaderMap) -> Response {
+    arrive(&inner, "GET /app".into()).await;
+    if !jwt(&headers) {
+        return jwt_only();
+    }
+    let events = inner.lock().unwrap().setup.app_events.clone();
+    Json(json!({"slug": APP_SLUG, "events": events})).into_response()
+}
+
+async fn installation(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+) -> Response {
+    arrive(&inner, format!("GET /app/installations/{id}")).await;
+    if !jwt(&headers) {
+        return jwt_only();
+    }
+    let permissions = inner.lock().unwrap().installation_permissions.clone();
+    Json(json!({"id": id, "app_slug": APP_SLUG, "permissions": permissions})).into_response()
+}
