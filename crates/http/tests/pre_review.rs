@@ -361,3 +361,43 @@ async fn reopening_a_rejected_pr_overrides_the_verdict_and_asks_the_reviewers() 
         "a reopen is a person's call: no new review"
     );
 }
+
+#[tokio::test]
+async fn a_review_that_never_answers_goes_to_people_as_no_verdict_after_the_timeout() {
+    let mut repo = target_repository();
+    let t = started(&mut repo, PreReviewMode::On).await;
+    let head = "c".repeat(40);
+    let (job, _) = pr_awaiting_verdict(&t, "admin/users#update", &head).await;
+    assert_eq!(t.job(job).await.state, "pre_review");
+    // The review run died: 31 minutes pass with no verdict (timeout 30m).
+    let pool = longtx_testkit::sqlx::PgPool::connect(&t.app.db.url())
+        .await
+        .unwrap();
+    longtx_testkit::sqlx::query(
+        "UPDATE jobs SET pre_review_since = now() - interval '31 minutes' WHERE id = $1",
+    )
+    .bind(job)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let asked = t
+        .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
+        .await;
+    assert_eq!(asked.state, "in_review", "never stuck in pre_review");
+    let verdict: Value = longtx_testkit::sqlx::query_scalar(
+        "SELECT verdict FROM pre_review_verdicts WHERE job_id = $1 ORDER BY id DESC LIMIT 1",
+    )
+    .bind(job)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(verdict["verdict"], "no_verdict");
+    assert!(verdict["reasons"][0]
+        .as_str()
+        .unwrap()
+        .contains("no verdict within 30 minutes"));
+    assert!(
+        t.github.closed_pulls().is_empty(),
+        "a missing verdict closes nothing"
+    );
+}
