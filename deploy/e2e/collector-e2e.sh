@@ -49,7 +49,7 @@ printf '%s' "$token" > "$work/token"
 
 step "building longtx"
 cargo build --quiet --locked -p longtx
-longtx=$repo/target/debug/longtx
+longtx=${CARGO_TARGET_DIR:-$repo/target}/debug/longtx
 
 step "starting MariaDB on 127.0.0.1:$my_port"
 mysql_install_db --no-defaults --user="$(id -un)" --datadir="$work/mysql" --auth-root-authentication-method=socket \

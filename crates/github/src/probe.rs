@@ -212,17 +212,8 @@ impl OctocrabGitHub {
                             .filter(|s| !s.is_empty())
                             .collect()
                     });
-                let text = self
-                    .client
-                    .body_to_string(response)
-                    .await
-                    .map_err(|e| GitHubError::Unavailable(e.to_string()))?;
-                if status >= 400 {
-                    return Err(GitHubError::Refused {
-                        status,
-                        message: crate::octo::github_message(&text),
-                    });
-                }
+                let text = self.client.body_to_string(response).await;
+                let text = checked(status, text)?;
                 let permissions = parse::<Repo>(&text)?.permissions.unwrap_or_default();
                 Ok(Grants::Token {
                     scopes,
@@ -244,15 +235,18 @@ async fn jwt_get<T: serde::de::DeserializeOwned>(
         .await
         .map_err(|e| GitHubError::Unavailable(e.to_string()))?;
     let status = response.status().as_u16();
-    let text = app
-        .body_to_string(response)
-        .await
-        .map_err(|e| GitHubError::Unavailable(e.to_string()))?;
+    parse(&checked(status, app.body_to_string(response).await)?)
+}
+
+/// The body of a response read outside [`OctocrabGitHub::send`] (for its
+/// headers, or with the JWT), with the same refusal for a 4xx or 5xx.
+fn checked(status: u16, text: octocrab::Result<String>) -> Result<String, GitHubError> {
+    let text = text.map_err(|e| GitHubError::Unavailable(e.to_string()))?;
     if status >= 400 {
         return Err(GitHubError::Refused {
             status,
             message: crate::octo::github_message(&text),
         });
     }
-    parse(&text)
+    Ok(text)
 }

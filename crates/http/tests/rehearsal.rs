@@ -304,6 +304,18 @@ fn rehearsal(
     }
 }
 
+/// Rehearses on a blocking thread (the steps call the fake GitHub and
+/// longtx, which answer on this runtime), with the run's actor.
+async fn run(r: Rehearsal, repo: &mut GitRepo) -> Report {
+    let remote = repo.bare();
+    tokio::task::spawn_blocking(move || {
+        let mut actions = StandIns::new(&remote, &r.github.actor.clone());
+        rehearse(&r, &mut actions).expect("the template is one the rehearsal can run")
+    })
+    .await
+    .unwrap()
+}
+
 fn shipped(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../.github/workflows")
@@ -329,13 +341,7 @@ async fn fix_round(
         actor,
         &dirs,
     );
-    let remote = repo.bare();
-    let report = tokio::task::spawn_blocking(move || {
-        let mut actions = StandIns::new(&remote, &r.github.actor.clone());
-        rehearse(&r, &mut actions).expect("the template is one the rehearsal can run")
-    })
-    .await
-    .unwrap();
+    let report = run(r, &mut repo).await;
     t.deliver(
         "workflow_run",
         &format!("{name}-done"),
@@ -397,12 +403,7 @@ async fn the_template_as_it_was_fails_the_rehearsal_without_github_token() {
         "alice",
         &dirs,
     );
-    let remote = repo.bare();
-    let report = tokio::task::spawn_blocking(move || {
-        rehearse(&r, &mut StandIns::new(&remote, "alice")).unwrap()
-    })
-    .await
-    .unwrap();
+    let report = run(r, &mut repo).await;
     assert!(!report.succeeded);
     assert!(
         report
@@ -427,12 +428,7 @@ async fn an_app_dispatch_is_refused_by_the_action_unless_the_slug_is_an_allowed_
         &dirs,
     );
     r.vars.clear();
-    let remote = repo.bare();
-    let report = tokio::task::spawn_blocking(move || {
-        rehearse(&r, &mut StandIns::new(&remote, "other-app[bot]")).unwrap()
-    })
-    .await
-    .unwrap();
+    let report = run(r, &mut repo).await;
     assert!(!report.succeeded);
     assert!(
         format!("{report:?}").contains("non-human actor"),
@@ -500,12 +496,7 @@ async fn the_pre_review_template_posts_the_structured_verdict_and_people_are_ask
         "alice",
         &dirs,
     );
-    let remote = repo.bare();
-    let report = tokio::task::spawn_blocking(move || {
-        rehearse(&r, &mut StandIns::new(&remote, "alice")).unwrap()
-    })
-    .await
-    .unwrap();
+    let report = run(r, &mut repo).await;
     assert!(report.succeeded, "{report:?}");
     let reviewed = t
         .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))

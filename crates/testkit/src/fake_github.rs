@@ -276,7 +276,7 @@ fn bearer(headers: &HeaderMap) -> String {
 /// alternatives, as for labels, any one of `needs` is enough). Other
 /// tokens pass.
 fn gate(inner: &Shared, headers: &HeaderMap, needs: &[(&str, &str)]) -> Option<Response> {
-    if !bearer(headers).starts_with("ghs_") {
+    if needs.is_empty() || !bearer(headers).starts_with("ghs_") {
         return None;
     }
     let inner = inner.lock().unwrap();
@@ -305,6 +305,21 @@ fn gate(inner: &Shared, headers: &HeaderMap, needs: &[(&str, &str)]) -> Option<R
         )
             .into_response()
     })
+}
+
+/// Records the request, then refuses it as GitHub would: 401 without
+/// credentials, 403 when an installation token lacks all of `needs`.
+async fn admit(
+    inner: &Shared,
+    headers: &HeaderMap,
+    line: String,
+    needs: &[(&str, &str)],
+) -> Option<Response> {
+    arrive(inner, line).await;
+    if !authorised(headers) {
+        return Some(bad_credentials());
+    }
+    gate(inner, headers, needs)
 }
 
 fn bad_credentials() -> Response {
@@ -352,15 +367,8 @@ async fn dispatch(
     Path((owner, repo, workflow)): Path<(String, String, String)>,
     Json(body): Json<Value>,
 ) -> Response {
-    arrive(
-        &inner,
-        format!("POST /repos/{owner}/{repo}/actions/workflows/{workflow}/dispatches"),
-    )
-    .await;
-    if !authorised(&headers) {
-        return bad_credentials();
-    }
-    if let Some(refused) = gate(&inner, &headers, &[("actions", "write")]) {
+    let line = format!("POST /repos/{owner}/{repo}/actions/workflows/{workflow}/dispatches");
+    if let Some(refused) = admit(&inner, &headers, line, &[("actions", "write")]).await {
         return refused;
     }
     // GitHub reads the workflow at the dispatched ref: it must exist, have
@@ -520,15 +528,20 @@ async fn list_runs(
     headers: HeaderMap,
     Path((owner, repo, workflow)): Path<(String, String, String)>,
 ) -> Response {
-    if !authorised(&headers) {
-        return bad_credentials();
+    let line = format!("GET /repos/{owner}/{repo}/actions/workflows/{workflow}/runs");
+    if let Some(refused) = admit(&inner, &headers, line, &[("actions", "read")]).await {
+        return refused;
     }
-    arrive(
-        &inner,
-        format!("GET /repos/{owner}/{repo}/actions/workflows/{workflow}/runs"),
-    )
-    .await;
-    let runs: Vec<Value> = inner.lock().unwrap().runs.iter().rev().cloned().collect();
+    // A workflow's runs only, newest first.
+    let runs: Vec<Value> = inner
+        .lock()
+        .unwrap()
+        .runs
+        .iter()
+        .rev()
+        .filter(|run| run["workflow"] == workflow.as_str())
+        .cloned()
+        .collect();
     Json(json!({"total_count": runs.len(), "workflow_runs": runs})).into_response()
 }
 
@@ -537,14 +550,10 @@ async fn one_run(
     headers: HeaderMap,
     Path((owner, repo, id)): Path<(String, String, u64)>,
 ) -> Response {
-    if !authorised(&headers) {
-        return bad_credentials();
+    let line = format!("GET /repos/{owner}/{repo}/actions/runs/{id}");
+    if let Some(refused) = admit(&inner, &headers, line, &[("actions", "read")]).await {
+        return refused;
     }
-    arrive(
-        &inner,
-        format!("GET /repos/{owner}/{repo}/actions/runs/{id}"),
-    )
-    .await;
     let run = inner
         .lock()
         .unwrap()

@@ -2,7 +2,7 @@
 //! collaborators, commit authors and the token's own user. Like GitHub, a
 //! review request naming anyone who cannot review is refused whole (422).
 
-use super::{arrive, authorised, bad_credentials, FakeGitHub, Shared};
+use super::{admit, FakeGitHub, Shared};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -222,13 +222,15 @@ async fn pull_files(
     Path((owner, repo, number)): Path<(String, String, u64)>,
     query: Query,
 ) -> Response {
-    arrive(
+    if let Some(refused) = admit(
         &inner,
+        &headers,
         format!("GET /repos/{owner}/{repo}/pulls/{number}/files"),
+        &[("pull_requests", "read")],
     )
-    .await;
-    if !authorised(&headers) {
-        return bad_credentials();
+    .await
+    {
+        return refused;
     }
     let files = inner.lock().unwrap().pulls.files.get(&number).cloned();
     match files {
@@ -251,13 +253,15 @@ async fn request_reviewers(
     Path((owner, repo, number)): Path<(String, String, u64)>,
     Json(body): Json<ReviewersBody>,
 ) -> Response {
-    arrive(
+    if let Some(refused) = admit(
         &inner,
+        &headers,
         format!("POST /repos/{owner}/{repo}/pulls/{number}/requested_reviewers"),
+        &[("pull_requests", "write")],
     )
-    .await;
-    if !authorised(&headers) {
-        return bad_credentials();
+    .await
+    {
+        return refused;
     }
     let mut inner = inner.lock().unwrap();
     let pulls = &mut inner.pulls;
@@ -285,13 +289,15 @@ async fn list_comments(
     Path((owner, repo, number)): Path<(String, String, u64)>,
     query: Query,
 ) -> Response {
-    arrive(
+    if let Some(refused) = admit(
         &inner,
+        &headers,
         format!("GET /repos/{owner}/{repo}/issues/{number}/comments"),
+        &[("issues", "read"), ("pull_requests", "read")],
     )
-    .await;
-    if !authorised(&headers) {
-        return bad_credentials();
+    .await
+    {
+        return refused;
     }
     let comments = inner
         .lock()
@@ -315,13 +321,15 @@ async fn create_comment(
     Path((owner, repo, number)): Path<(String, String, u64)>,
     Json(body): Json<CommentBody>,
 ) -> Response {
-    arrive(
+    if let Some(refused) = admit(
         &inner,
+        &headers,
         format!("POST /repos/{owner}/{repo}/issues/{number}/comments"),
+        &[("issues", "write"), ("pull_requests", "write")],
     )
-    .await;
-    if !authorised(&headers) {
-        return bad_credentials();
+    .await
+    {
+        return refused;
     }
     let mut inner = inner.lock().unwrap();
     let pulls = &mut inner.pulls;
@@ -340,13 +348,15 @@ async fn collaborator(
     headers: HeaderMap,
     Path((owner, repo, login)): Path<(String, String, String)>,
 ) -> Response {
-    arrive(
+    if let Some(refused) = admit(
         &inner,
+        &headers,
         format!("GET /repos/{owner}/{repo}/collaborators/{login}"),
+        &[("metadata", "read")],
     )
-    .await;
-    if !authorised(&headers) {
-        return bad_credentials();
+    .await
+    {
+        return refused;
     }
     let outsider = inner
         .lock()
@@ -366,9 +376,15 @@ async fn commit(
     headers: HeaderMap,
     Path((owner, repo, sha)): Path<(String, String, String)>,
 ) -> Response {
-    arrive(&inner, format!("GET /repos/{owner}/{repo}/commits/{sha}")).await;
-    if !authorised(&headers) {
-        return bad_credentials();
+    if let Some(refused) = admit(
+        &inner,
+        &headers,
+        format!("GET /repos/{owner}/{repo}/commits/{sha}"),
+        &[("contents", "read")],
+    )
+    .await
+    {
+        return refused;
     }
     let login = inner.lock().unwrap().pulls.commit_logins.get(&sha).cloned();
     let author = login.map(|login| json!({"login": login}));
@@ -376,9 +392,8 @@ async fn commit(
 }
 
 async fn own_user(State(inner): State<Shared>, headers: HeaderMap) -> Response {
-    arrive(&inner, "GET /user".to_owned()).await;
-    if !authorised(&headers) {
-        return bad_credentials();
+    if let Some(refused) = admit(&inner, &headers, "GET /user".to_owned(), &[]).await {
+        return refused;
     }
     Json(json!({"login": OWN_LOGIN, "type": "User"})).into_response()
 }
@@ -389,9 +404,15 @@ async fn org_teams(
     Path(org): Path<String>,
     query: Query,
 ) -> Response {
-    arrive(&inner, format!("GET /orgs/{org}/teams")).await;
-    if !authorised(&headers) {
-        return bad_credentials();
+    if let Some(refused) = admit(
+        &inner,
+        &headers,
+        format!("GET /orgs/{org}/teams"),
+        &[("members", "read")],
+    )
+    .await
+    {
+        return refused;
     }
     let teams = inner.lock().unwrap().pulls.teams.clone();
     match teams {
@@ -415,13 +436,15 @@ async fn team_membership(
     headers: HeaderMap,
     Path((org, slug, login)): Path<(String, String, String)>,
 ) -> Response {
-    arrive(
+    if let Some(refused) = admit(
         &inner,
+        &headers,
         format!("GET /orgs/{org}/teams/{slug}/memberships/{login}"),
+        &[("members", "read")],
     )
-    .await;
-    if !authorised(&headers) {
-        return bad_credentials();
+    .await
+    {
+        return refused;
     }
     let member = inner
         .lock()
@@ -446,13 +469,15 @@ async fn permission(
     headers: HeaderMap,
     Path((owner, repo, login)): Path<(String, String, String)>,
 ) -> Response {
-    arrive(
+    if let Some(refused) = admit(
         &inner,
+        &headers,
         format!("GET /repos/{owner}/{repo}/collaborators/{login}/permission"),
+        &[("metadata", "read")],
     )
-    .await;
-    if !authorised(&headers) {
-        return bad_credentials();
+    .await
+    {
+        return refused;
     }
     let inner = inner.lock().unwrap();
     let key = login.to_ascii_lowercase();
@@ -482,13 +507,15 @@ async fn update_pull(
     Path((owner, repo, number)): Path<(String, String, u64)>,
     Json(patch): Json<PullPatch>,
 ) -> Response {
-    arrive(
+    if let Some(refused) = admit(
         &inner,
+        &headers,
         format!("PATCH /repos/{owner}/{repo}/pulls/{number}"),
+        &[("pull_requests", "write")],
     )
-    .await;
-    if !authorised(&headers) {
-        return bad_credentials();
+    .await
+    {
+        return refused;
     }
     let mut inner = inner.lock().unwrap();
     if patch.state.as_deref() == Some("closed") {
@@ -510,13 +537,15 @@ async fn cancel_run(
     headers: HeaderMap,
     Path((owner, repo, id)): Path<(String, String, u64)>,
 ) -> Response {
-    arrive(
+    if let Some(refused) = admit(
         &inner,
+        &headers,
         format!("POST /repos/{owner}/{repo}/actions/runs/{id}/cancel"),
+        &[("actions", "write")],
     )
-    .await;
-    if !authorised(&headers) {
-        return bad_credentials();
+    .await
+    {
+        return refused;
     }
     let mut inner = inner.lock().unwrap();
     let Some(run) = inner.runs.iter_mut().find(|r| r["id"] == id) else {

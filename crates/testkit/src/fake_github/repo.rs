@@ -6,7 +6,7 @@
 //! base, a second open PR for the same head, a label created twice.
 //! Facts beyond the reference page are in `docs/github-facts.md`.
 
-use super::{arrive, authorised, bad_credentials, gate, FakeGitHub, Shared};
+use super::{admit, FakeGitHub, Shared};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -134,15 +134,14 @@ async fn one_pull(
     headers: HeaderMap,
     Path((owner, repo, number)): Path<(String, String, u64)>,
 ) -> Response {
-    arrive(&inner, format!("GET /repos/{owner}/{repo}/pulls/{number}")).await;
-    if !authorised(&headers) {
-        return bad_credentials();
-    }
-    if let Some(refused) = gate(
+    if let Some(refused) = admit(
         &inner,
         &headers,
+        format!("GET /repos/{owner}/{repo}/pulls/{number}"),
         &[("pull_requests", "read"), ("contents", "read")],
-    ) {
+    )
+    .await
+    {
         return refused;
     }
     let (pull, dir) = {
@@ -182,11 +181,14 @@ async fn create_check_run(
     Path((owner, repo)): Path<(String, String)>,
     Json(body): Json<Value>,
 ) -> Response {
-    arrive(&inner, format!("POST /repos/{owner}/{repo}/check-runs")).await;
-    if !authorised(&headers) {
-        return bad_credentials();
-    }
-    if let Some(refused) = gate(&inner, &headers, &[("checks", "write")]) {
+    if let Some(refused) = admit(
+        &inner,
+        &headers,
+        format!("POST /repos/{owner}/{repo}/check-runs"),
+        &[("checks", "write")],
+    )
+    .await
+    {
         return refused;
     }
     if body["name"].as_str().is_none_or(str::is_empty)
@@ -268,11 +270,14 @@ async fn contents(
     Path((owner, repo, path)): Path<(String, String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    arrive(&inner, format!("GET /repos/{owner}/{repo}/contents/{path}")).await;
-    if !authorised(&headers) {
-        return bad_credentials();
-    }
-    if let Some(refused) = gate(&inner, &headers, &[("contents", "read")]) {
+    if let Some(refused) = admit(
+        &inner,
+        &headers,
+        format!("GET /repos/{owner}/{repo}/contents/{path}"),
+        &[("contents", "read")],
+    )
+    .await
+    {
         return refused;
     }
     let Some(dir) = git_dir(&inner) else {
@@ -305,15 +310,14 @@ async fn compare(
     headers: HeaderMap,
     Path((owner, repo, basehead)): Path<(String, String, String)>,
 ) -> Response {
-    arrive(
+    if let Some(refused) = admit(
         &inner,
+        &headers,
         format!("GET /repos/{owner}/{repo}/compare/{basehead}"),
+        &[("contents", "read")],
     )
-    .await;
-    if !authorised(&headers) {
-        return bad_credentials();
-    }
-    if let Some(refused) = gate(&inner, &headers, &[("contents", "read")]) {
+    .await
+    {
         return refused;
     }
     let Some(dir) = git_dir(&inner) else {
@@ -371,11 +375,14 @@ async fn list_pulls(
     Path((owner, repo)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    arrive(&inner, format!("GET /repos/{owner}/{repo}/pulls")).await;
-    if !authorised(&headers) {
-        return bad_credentials();
-    }
-    if let Some(refused) = gate(&inner, &headers, &[("pull_requests", "read")]) {
+    if let Some(refused) = admit(
+        &inner,
+        &headers,
+        format!("GET /repos/{owner}/{repo}/pulls"),
+        &[("pull_requests", "read")],
+    )
+    .await
+    {
         return refused;
     }
     let state = query.get("state").map(String::as_str).unwrap_or("open");
@@ -408,11 +415,14 @@ async fn create_pull(
     Path((owner, repo)): Path<(String, String)>,
     Json(new): Json<NewPull>,
 ) -> Response {
-    arrive(&inner, format!("POST /repos/{owner}/{repo}/pulls")).await;
-    if !authorised(&headers) {
-        return bad_credentials();
-    }
-    if let Some(refused) = gate(&inner, &headers, &[("pull_requests", "write")]) {
+    if let Some(refused) = admit(
+        &inner,
+        &headers,
+        format!("POST /repos/{owner}/{repo}/pulls"),
+        &[("pull_requests", "write")],
+    )
+    .await
+    {
         return refused;
     }
     let Some(dir) = git_dir(&inner) else {
@@ -476,15 +486,14 @@ async fn list_labels(
     headers: HeaderMap,
     Path((owner, repo)): Path<(String, String)>,
 ) -> Response {
-    arrive(&inner, format!("GET /repos/{owner}/{repo}/labels")).await;
-    if !authorised(&headers) {
-        return bad_credentials();
-    }
-    if let Some(refused) = gate(
+    if let Some(refused) = admit(
         &inner,
         &headers,
+        format!("GET /repos/{owner}/{repo}/labels"),
         &[("issues", "read"), ("pull_requests", "read")],
-    ) {
+    )
+    .await
+    {
         return refused;
     }
     let labels: Vec<Value> = inner
@@ -509,15 +518,14 @@ async fn create_label(
     Path((owner, repo)): Path<(String, String)>,
     Json(new): Json<NewLabel>,
 ) -> Response {
-    arrive(&inner, format!("POST /repos/{owner}/{repo}/labels")).await;
-    if !authorised(&headers) {
-        return bad_credentials();
-    }
-    if let Some(refused) = gate(
+    if let Some(refused) = admit(
         &inner,
         &headers,
+        format!("POST /repos/{owner}/{repo}/labels"),
         &[("issues", "write"), ("pull_requests", "write")],
-    ) {
+    )
+    .await
+    {
         return refused;
     }
     let mut inner = inner.lock().unwrap();
@@ -546,19 +554,14 @@ async fn add_labels(
     Path((owner, repo, number)): Path<(String, String, u64)>,
     Json(body): Json<LabelsBody>,
 ) -> Response {
-    arrive(
-        &inner,
-        format!("POST /repos/{owner}/{repo}/issues/{number}/labels"),
-    )
-    .await;
-    if !authorised(&headers) {
-        return bad_credentials();
-    }
-    if let Some(refused) = gate(
+    if let Some(refused) = admit(
         &inner,
         &headers,
+        format!("POST /repos/{owner}/{repo}/issues/{number}/labels"),
         &[("issues", "write"), ("pull_requests", "write")],
-    ) {
+    )
+    .await
+    {
         return refused;
     }
     let mut inner = inner.lock().unwrap();

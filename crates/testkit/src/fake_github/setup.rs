@@ -2,7 +2,7 @@
 //! Actions secret names (a token's view), and the App's own webhook and
 //! installation (read with the App's JWT only, as GitHub requires).
 
-use super::{arrive, authorised, bad_credentials, gate, FakeGitHub, Shared, APP_SLUG};
+use super::{admit, arrive, FakeGitHub, Shared, APP_SLUG};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -68,11 +68,14 @@ async fn hooks(
     headers: HeaderMap,
     Path((o, r)): Path<(String, String)>,
 ) -> Response {
-    arrive(&inner, format!("GET /repos/{o}/{r}/hooks")).await;
-    if !authorised(&headers) {
-        return bad_credentials();
-    }
-    if let Some(refused) = gate(&inner, &headers, &[("repository_hooks", "read")]) {
+    if let Some(refused) = admit(
+        &inner,
+        &headers,
+        format!("GET /repos/{o}/{r}/hooks"),
+        &[("repository_hooks", "read")],
+    )
+    .await
+    {
         return refused;
     }
     let hooks: Vec<Value> = inner
@@ -91,11 +94,14 @@ async fn secrets(
     headers: HeaderMap,
     Path((o, r)): Path<(String, String)>,
 ) -> Response {
-    arrive(&inner, format!("GET /repos/{o}/{r}/actions/secrets")).await;
-    if !authorised(&headers) {
-        return bad_credentials();
-    }
-    if let Some(refused) = gate(&inner, &headers, &[("secrets", "read")]) {
+    if let Some(refused) = admit(
+        &inner,
+        &headers,
+        format!("GET /repos/{o}/{r}/actions/secrets"),
+        &[("secrets", "read")],
+    )
+    .await
+    {
         return refused;
     }
     let names = inner.lock().unwrap().setup.secrets.clone();
