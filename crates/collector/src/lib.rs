@@ -134,6 +134,27 @@ impl Collector {
         collector
     }
 
+    /// One poll now, with no loop (`longtx collect --once`): the figures it
+    /// found, or why it could not poll.
+    pub async fn once(settings: &Settings) -> Result<Collector, CollectError> {
+        let started = Instant::now();
+        let mut connection = None;
+        let result = poll(&mut connection, settings).await;
+        if let Some(connection) = connection.take() {
+            close(connection).await;
+        }
+        let (series, problem) = result?;
+        let snapshot = Snapshot {
+            up: true,
+            series,
+            poll_seconds: started.elapsed().as_secs_f64(),
+            problem,
+        };
+        Ok(Collector {
+            snapshot: Arc::new(RwLock::new(snapshot)),
+        })
+    }
+
     async fn run(self, settings: Settings) {
         tracing::info!(dsn = %settings.dsn, interval = ?settings.interval, "collector started");
         let mut tick = tokio::time::interval(settings.interval);

@@ -42,7 +42,17 @@ impl MySql {
         let mut conn = tokio::time::timeout(timeout, options.connect())
             .await
             .map_err(|_| CollectError::Connect("timed out".into()))?
-            .map_err(|e| CollectError::Connect(e.to_string()))?;
+            .map_err(|e| {
+                let message = e.to_string();
+                CollectError::Connect(
+                    longtx_core::db_errors::tls_hint(
+                        longtx_core::db_errors::Flavour::MySql,
+                        &message,
+                        longtx_core::db_errors::tls_disabled(dsn),
+                    )
+                    .unwrap_or(message),
+                )
+            })?;
         let version: String = sqlx::query_scalar("SELECT CAST(VERSION() AS CHAR)")
             .fetch_one(&mut conn)
             .await?;

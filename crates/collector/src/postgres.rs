@@ -49,7 +49,17 @@ impl Postgres {
         let mut conn = tokio::time::timeout(timeout, options.connect())
             .await
             .map_err(|_| CollectError::Connect("timed out".into()))?
-            .map_err(|e| CollectError::Connect(e.to_string()))?;
+            .map_err(|e| {
+                let message = e.to_string();
+                CollectError::Connect(
+                    longtx_core::db_errors::tls_hint(
+                        longtx_core::db_errors::Flavour::Postgres,
+                        &message,
+                        longtx_core::db_errors::tls_disabled(dsn),
+                    )
+                    .unwrap_or(message),
+                )
+            })?;
         let version: i32 = sqlx::query_scalar("SELECT current_setting('server_version_num')::int")
             .fetch_one(&mut conn)
             .await?;

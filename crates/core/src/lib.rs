@@ -9,6 +9,7 @@ pub mod alert;
 pub mod alertmanager;
 pub mod codeowners;
 pub mod datadog;
+pub mod db_errors;
 pub mod duration;
 pub mod fix_pr;
 pub mod github_events;

@@ -16,21 +16,23 @@ pub struct CollectArgs {
     pub interval: Duration,
     pub timeout: Duration,
     pub max_sources: usize,
+    /// Poll once, print the figures, exit (non-zero when the poll failed).
+    pub once: bool,
 }
 
 pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
+    if args.once {
+        let settings = settings(&args);
+        let collector = Collector::once(&settings)
+            .await
+            .with_context(|| format!("polling {}", settings.dsn))?;
+        print!("{}", longtx_metrics::render(&collector.gauges()));
+        return Ok(());
+    }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
-    let collector = Collector::spawn(Settings {
-        dsn: args.dsn,
-        interval: args.interval,
-        timeout: args.timeout,
-        caps: Caps {
-            max_sources: args.max_sources,
-            max_tables: 500,
-        },
-    });
+    let collector = Collector::spawn(settings(&args));
     tracing::info!(listen = %args.listen, "serving the collector's /metrics");
     let app = axum::Router::new()
         .route("/metrics", get(metrics))
@@ -40,6 +42,18 @@ pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
         .with_graceful_shutdown(crate::serve::shutdown_signal())
         .await
         .context("serving HTTP")
+}
+
+fn settings(args: &CollectArgs) -> Settings {
+    Settings {
+        dsn: args.dsn.clone(),
+        interval: args.interval,
+        timeout: args.timeout,
+        caps: Caps {
+            max_sources: args.max_sources,
+            max_tables: 500,
+        },
+    }
 }
 
 async fn metrics(State(collector): State<Collector>) -> impl IntoResponse {

@@ -42,6 +42,22 @@ impl Database {
             }
         };
         let store = Store::connect(options, &settings);
+        if embedded.is_none() {
+            // Fail at start with a sentence that names the URL setting to
+            // change, rather than at the first request.
+            if let Err(err) = store.ping().await {
+                let message = err.to_string();
+                let hint = longtx_core::db_errors::tls_hint(
+                    longtx_core::db_errors::Flavour::Postgres,
+                    &message,
+                    config
+                        .database_url
+                        .as_deref()
+                        .is_some_and(longtx_core::db_errors::tls_disabled),
+                );
+                anyhow::bail!("DATABASE_URL: {}", hint.unwrap_or(message));
+            }
+        }
         Ok(Database { store, embedded })
     }
 

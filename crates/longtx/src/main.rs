@@ -52,7 +52,9 @@ enum Command {
         /// postgres://user@host:5432/db (PostgreSQL 14+).
         #[arg(long, env = "LONGTX_COLLECT_DSN", hide_env_values = true)]
         dsn: longtx_collector::Dsn,
-        #[arg(long, default_value = "127.0.0.1:9187")]
+        /// Where `/metrics` is served. 9817: 9187, the old default, is
+        /// postgres_exporter's registered port.
+        #[arg(long, default_value = "127.0.0.1:9817")]
         listen: std::net::SocketAddr,
         /// How often to poll the database.
         #[arg(long, default_value = "15s", value_parser = collect::parse_interval)]
@@ -63,6 +65,10 @@ enum Command {
         /// Distinct query_source labels per poll; the rest become `other`.
         #[arg(long, default_value_t = 100)]
         max_sources: usize,
+        /// Poll once, print the figures and exit: to check a DSN (TLS
+        /// settings, grants) before deploying.
+        #[arg(long)]
+        once: bool,
     },
     /// Work with the fix-pattern catalogue.
     Patterns {
@@ -235,12 +241,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             interval,
             timeout,
             max_sources,
+            once,
         } => runtime.block_on(collect::run(collect::CollectArgs {
             dsn,
             listen,
             interval,
             timeout,
             max_sources,
+            once,
         })),
         Command::Patterns { .. }
         | Command::Prompt { .. }
