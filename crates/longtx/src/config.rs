@@ -159,6 +159,55 @@ pub enum ConfigError {
     File { path: String, message: String },
     #[error("{key} is not valid: {message}")]
     Value { key: &'static str, message: String },
+    #[error("{key}: {message}")]
+    SecretFile { key: String, message: String },
+}
+
+/// The settings that hold secrets. Each may instead be given as
+/// `NAME_FILE`, a file holding the value (Kubernetes and Docker secrets,
+/// systemd credentials); one trailing newline is dropped.
+pub const SECRET_KEYS: [&str; 7] = [
+    "DATABASE_URL",
+    "LONGTX_WEBHOOK_TOKEN",
+    "LONGTX_DASHBOARD_TOKEN",
+    "LONGTX_GITHUB_TOKEN",
+    "GITHUB_TOKEN",
+    "LONGTX_GITHUB_WEBHOOK_SECRET",
+    "LONGTX_COLLECT_DSN",
+];
+
+/// The values of `NAME_FILE` settings, read once; both forms set is an
+/// error, so a stale variable never silently wins over the file.
+fn secret_files(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<BTreeMap<&'static str, String>, ConfigError> {
+    let mut values = BTreeMap::new();
+    for key in SECRET_KEYS {
+        let file_key = format!("{key}_FILE");
+        let Some(path) = env(&file_key).filter(|p| !p.trim().is_empty()) else {
+            continue;
+        };
+        if env(key).is_some_and(|v| !v.trim().is_empty()) {
+            return Err(ConfigError::SecretFile {
+                key: file_key,
+                message: format!("set {key} or {key}_FILE, not both"),
+            });
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::SecretFile {
+            key: file_key.clone(),
+            message: format!("cannot read {path}: {e}"),
+        })?;
+        let value = text.strip_suffix('\n').unwrap_or(&text);
+        let value = value.strip_suffix('\r').unwrap_or(value);
+        if value.trim().is_empty() {
+            return Err(ConfigError::SecretFile {
+                key: file_key,
+                message: format!("{path} is empty"),
+            });
+        }
+        values.insert(key, value.to_owned());
+    }
+    Ok(values)
 }
 
 fn invalid(key: &'static str, message: impl fmt::Display) -> ConfigError {
@@ -209,7 +258,14 @@ impl Config {
         };
         // An empty variable counts as unset, except LONGTX_EXCLUDE where it
         // means "exclude nothing".
-        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let secrets = secret_files(env)?;
+        let var = |name: &str| {
+            secrets
+                .get(name)
+                .cloned()
+                .or_else(|| env(name))
+                .filter(|v| !v.trim().is_empty())
+        };
         let file_gh = file_github(&file);
 
         let listen_text = var("LONGTX_LISTEN")
@@ -676,6 +732,31 @@ mod tests {
                 && !shown.contains("pw@"),
             "{shown}"
         );
+        let dir = std::env::temp_dir().join(format!("longtx-secret-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let token_file = dir.join("token");
+        std::fs::write(&token_file, "from-a-file\n").unwrap();
+        let path = token_file.to_str().unwrap();
+        let c = load(&[("LONGTX_WEBHOOK_TOKEN_FILE", path)], None).unwrap();
+        assert_eq!(c.webhook_token.as_deref(), Some("from-a-file"));
+        let err = load(
+            &[
+                ("LONGTX_WEBHOOK_TOKEN_FILE", path),
+                ("LONGTX_WEBHOOK_TOKEN", "x"),
+            ],
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("not both"), "{err}");
+        let err = load(&[("DATABASE_URL_FILE", "/nonexistent/db-url")], None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("DATABASE_URL_FILE") && err.contains("/nonexistent/db-url"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
         let err = load(&[("GITHUB_TOKEN", "ghp_x")], None)
             .unwrap_err()
             .to_string();

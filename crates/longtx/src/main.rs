@@ -34,6 +34,11 @@ enum Command {
     Serve,
     /// Apply database migrations and exit.
     Migrate,
+    /// Work with the configuration.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Check that this deployment will work, before the first alert: the
     /// database, the catalogue, and on GitHub the workflow files, labels,
     /// permissions, webhook and secrets. Exits 1 when a check fails.
@@ -147,6 +152,14 @@ enum IgnoreCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Print the effective configuration (environment, `*_FILE` secrets
+    /// and longtx.toml combined), secrets shown only as set or unset; exit 1
+    /// with the offending key when it is invalid.
+    Check,
+}
+
+#[derive(Debug, Subcommand)]
 enum PatternsCommand {
     /// Check front matter, unique ids, sections and links; print
     /// `file:line: message` for each problem and exit 1 if there is one.
@@ -174,6 +187,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::load(cli.config.as_deref(), &|name| std::env::var(name).ok())
         .context("configuration")?;
     match cli.command {
+        Command::Config {
+            command: ConfigCommand::Check,
+        } => {
+            println!("{config:#?}");
+            println!("configuration is valid");
+            return Ok(());
+        }
         Command::Patterns {
             command: PatternsCommand::Lint { dir },
         } => {
@@ -251,6 +271,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             once,
         })),
         Command::Patterns { .. }
+        | Command::Config { .. }
         | Command::Prompt { .. }
         | Command::Reviewers { .. }
         | Command::Ignore { .. } => {
