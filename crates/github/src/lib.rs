@@ -124,6 +124,11 @@ pub enum GitHubError {
     /// 403/429 with a rate-limit signal: wait this long, then retry.
     #[error("rate limited by GitHub; retry after {0:?}")]
     RateLimited(Duration),
+    /// 403/429 for GitHub's secondary rate limit with no `Retry-After`:
+    /// "wait at least one minute", then back off exponentially (docs "Rate
+    /// limits for the REST API"). Never final.
+    #[error("GitHub's secondary rate limit was hit")]
+    SecondaryRateLimited,
     /// 5xx, or no answer in time: safe to retry after a backoff.
     #[error("GitHub is unavailable ({0})")]
     Unavailable(String),
@@ -135,10 +140,21 @@ pub enum GitHubError {
 }
 
 impl GitHubError {
+    /// Errors that only time cures: a job is never failed for them,
+    /// however many tries they took.
+    pub fn is_rate_limit(&self) -> bool {
+        matches!(
+            self,
+            GitHubError::RateLimited(_) | GitHubError::SecondaryRateLimited
+        )
+    }
+
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            GitHubError::RateLimited(_) | GitHubError::Unavailable(_)
+            GitHubError::RateLimited(_)
+                | GitHubError::SecondaryRateLimited
+                | GitHubError::Unavailable(_)
         )
     }
 }

@@ -44,6 +44,9 @@ pub struct OctocrabGitHub {
     /// What `git fetch` authenticates with: the token, or the App client
     /// that mints installation tokens.
     pub(crate) git_auth: GitAuth,
+    /// Set once GitHub refused `return_run_details` (older Enterprise
+    /// Server); shared by clones.
+    no_run_details: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[derive(Clone)]
@@ -93,7 +96,11 @@ impl OctocrabGitHub {
                 (client, GitAuth::App(app, id))
             }
         };
-        Ok(OctocrabGitHub { client, git_auth })
+        Ok(OctocrabGitHub {
+            client,
+            git_auth,
+            no_run_details: Default::default(),
+        })
     }
 
     /// `PATCH /repos/{repo}/pulls/{number}` with `patch` (title and body,
@@ -128,7 +135,7 @@ impl OctocrabGitHub {
         let result = self.send_once(method, path, body).await;
         if let Err(err) = &result {
             let kind = match err {
-                GitHubError::RateLimited(_) => "rate_limited",
+                GitHubError::RateLimited(_) | GitHubError::SecondaryRateLimited => "rate_limited",
                 GitHubError::Unavailable(_) => "unavailable",
                 GitHubError::Refused { .. } => "refused",
                 GitHubError::Credentials(_) => "credentials",
@@ -184,8 +191,10 @@ impl OctocrabGitHub {
             ) {
                 return Err(GitHubError::RateLimited(wait));
             }
-            if status == 429 {
-                return Err(GitHubError::RateLimited(Duration::from_secs(60)));
+            // No header to go by: the secondary limit says so in its message
+            // (and a bare 429 is one too); the caller backs off from 60 s.
+            if status == 429 || text.to_ascii_lowercase().contains("secondary rate limit") {
+                return Err(GitHubError::SecondaryRateLimited);
             }
         }
         if status >= 500 {
@@ -262,16 +271,36 @@ impl GitHub for OctocrabGitHub {
         repo: &RepoName,
         dispatch: &Dispatch,
     ) -> Result<Option<Run>, GitHubError> {
-        let body = serde_json::json!({
-            "ref": dispatch.git_ref,
-            "inputs": dispatch.inputs,
-            "return_run_details": true,
-        });
         let path = format!(
             "/repos/{repo}/actions/workflows/{}/dispatches",
             dispatch.workflow
         );
-        let (status, text) = self.send("POST", &path, Some(&body)).await?;
+        let mut body = serde_json::json!({
+            "ref": dispatch.git_ref,
+            "inputs": dispatch.inputs,
+        });
+        let details = !self
+            .no_run_details
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if details {
+            body["return_run_details"] = serde_json::json!(true);
+        }
+        let (status, text) = match self.send("POST", &path, Some(&body)).await {
+            // An older GitHub Enterprise Server refuses the key (400/422): it
+            // created no run, so sending once more without it is safe, and
+            // this client never asks for details again.
+            Err(GitHubError::Refused {
+                status: 400 | 422,
+                message,
+            }) if details && message.contains("return_run_details") => {
+                tracing::warn!(%message, "this GitHub does not return run details; dispatching without them (runs are found by name)");
+                self.no_run_details
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                body.as_object_mut().unwrap().remove("return_run_details");
+                self.send("POST", &path, Some(&body)).await?
+            }
+            other => other?,
+        };
         // 204: an older GitHub without run details; the run is found by name.
         if status == 204 || text.trim().is_empty() {
             return Ok(None);

@@ -7,16 +7,39 @@ use std::time::Duration;
 pub const MAX_ATTEMPTS: u32 = 5;
 const BASE: Duration = Duration::from_millis(500);
 const CAP: Duration = Duration::from_secs(60);
+/// GitHub: after a secondary rate limit with no `Retry-After`, "wait at
+/// least one minute before retrying", then longer each time.
+pub const SECONDARY_FLOOR: Duration = Duration::from_secs(60);
+const SECONDARY_CAP: Duration = Duration::from_secs(15 * 60);
 
 /// The wait before try number `attempt + 1` (attempt counts from 1), or
 /// `None` when the error is final or the tries are used up. Rate limits wait
 /// as GitHub says; server errors back off exponentially with full jitter
 /// so that many workers do not retry in step.
 pub fn delay(error: &GitHubError, attempt: u32, jitter: f64) -> Option<Duration> {
+    delay_with_floor(error, attempt, jitter, SECONDARY_FLOOR)
+}
+
+/// As [`delay`], with the secondary-limit floor given (tests shrink it).
+/// A secondary limit is never final: its delay is always `Some`, from
+/// `floor` doubling per try up to 15 minutes, plus up to 50% jitter.
+pub fn delay_with_floor(
+    error: &GitHubError,
+    attempt: u32,
+    jitter: f64,
+    floor: Duration,
+) -> Option<Duration> {
+    if let GitHubError::SecondaryRateLimited = error {
+        let exponential = floor
+            .saturating_mul(1 << (attempt.max(1) - 1).min(16))
+            .min(SECONDARY_CAP.max(floor));
+        return Some(exponential + exponential.mul_f64(jitter.clamp(0.0, 1.0) / 2.0));
+    }
     if attempt >= MAX_ATTEMPTS {
         return None;
     }
     match error {
+        GitHubError::SecondaryRateLimited => unreachable!("handled above"),
         GitHubError::RateLimited(wait) => Some((*wait).min(Duration::from_secs(15 * 60))),
         GitHubError::Unavailable(_) => {
             let exponential = BASE.saturating_mul(1 << (attempt - 1).min(16)).min(CAP);
@@ -76,6 +99,20 @@ mod tests {
         assert_eq!(delay(&refused, 1, 0.5), None);
         let down = GitHubError::Unavailable("502".into());
         assert_eq!(delay(&down, MAX_ATTEMPTS, 0.5), None);
+    }
+
+    #[test]
+    fn a_secondary_limit_waits_a_minute_then_longer_and_is_never_final() {
+        let limited = GitHubError::SecondaryRateLimited;
+        assert_eq!(delay(&limited, 1, 0.0), Some(Duration::from_secs(60)));
+        assert_eq!(delay(&limited, 2, 0.0), Some(Duration::from_secs(120)));
+        assert_eq!(delay(&limited, 3, 1.0), Some(Duration::from_secs(360)));
+        let late = delay(&limited, MAX_ATTEMPTS + 10, 0.99).unwrap();
+        assert!(
+            late >= Duration::from_secs(15 * 60) && late < Duration::from_secs(23 * 60),
+            "{late:?}"
+        );
+        assert!(limited.is_retryable() && limited.is_rate_limit());
     }
 
     #[test]

@@ -211,6 +211,51 @@ async fn server_errors_and_rate_limits_are_retried() {
 }
 
 #[tokio::test]
+async fn a_secondary_limit_without_retry_after_is_waited_out_never_final() {
+    let github = FakeGitHub::start().await;
+    // More secondary limits than the tries a server error gets: a rate
+    // limit must still never fail the job.
+    github.fail_next(std::iter::repeat_n(Fault::SecondaryLimit, 6));
+    let settings = dispatch_settings();
+    let floor = settings.secondary_floor;
+    let app = dispatching_app(&github, settings, Duration::from_secs(5)).await;
+    let started = Instant::now();
+    fire(&app, "Busy::Worker").await;
+    let states = wait_for_state(&app, "agent_running", 1).await;
+    assert_eq!(states[0].1, "agent_running", "{states:?}");
+    assert_eq!(github.dispatch_requests().len(), 7);
+    assert_eq!(github.runs().len(), 1);
+    // The floor, doubled each time (GitHub: at least a minute, then longer;
+    // the tests' floor is shrunk): at least 1+2+4+8+16+32 floors.
+    assert!(started.elapsed() >= floor * 63, "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn an_older_enterprise_server_refusing_run_details_gets_one_retry_without_them() {
+    let github = FakeGitHub::start().await;
+    github.set_old_enterprise_server();
+    let app = dispatching_app(&github, dispatch_settings(), Duration::from_secs(5)).await;
+    fire(&app, "Ghes::Worker").await;
+    fire(&app, "Ghes::OtherWorker").await;
+    let states = wait_for_state(&app, "agent_running", 2).await;
+    assert!(
+        states.iter().all(|(_, s)| s == "agent_running"),
+        "{states:?}"
+    );
+    let requests = github.dispatch_requests();
+    let with_details = requests
+        .iter()
+        .filter(|r| r.get("return_run_details").is_some())
+        .count();
+    assert_eq!(
+        with_details, 1,
+        "asked once, then never again: {requests:?}"
+    );
+    assert_eq!(requests.len(), 3);
+    assert_eq!(github.runs().len(), 2);
+}
+
+#[tokio::test]
 async fn a_refused_dispatch_fails_the_job_with_the_error() {
     let github = FakeGitHub::start().await;
     github.fail_next([Fault::Status(422)]);

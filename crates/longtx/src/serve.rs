@@ -114,6 +114,7 @@ async fn start_dispatcher(
         public_url: gh.public_url.clone(),
         idle_poll: Duration::from_secs(1),
         run_poll: Duration::from_secs(60),
+        secondary_floor: longtx_github::retry::SECONDARY_FLOOR,
     };
     let github = match &gh.credentials {
         Some(credentials) => Some(Arc::new(

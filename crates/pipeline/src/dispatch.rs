@@ -37,6 +37,9 @@ pub struct DispatchSettings {
     pub idle_poll: Duration,
     /// How often to check running jobs' runs.
     pub run_poll: Duration,
+    /// The first wait after a secondary rate limit with no `Retry-After`:
+    /// [`retry::SECONDARY_FLOOR`] (GitHub asks for at least a minute).
+    pub secondary_floor: Duration,
 }
 
 /// Starts a dispatcher on the current runtime. `github` is `None` in
@@ -166,7 +169,12 @@ impl<G: GitHub> Dispatcher<G> {
             {
                 Ok(run) => return self.record(&job, run, &record, "dispatched").await,
                 Err(err) => {
-                    let Some(wait) = retry::delay(&err, attempt, retry::jitter()) else {
+                    let Some(wait) = retry::delay_with_floor(
+                        &err,
+                        attempt,
+                        retry::jitter(),
+                        self.settings.secondary_floor,
+                    ) else {
                         return self.fail_or_leave(&job, err, &record).await;
                     };
                     tracing::warn!(error = %err, attempt, wait_ms = wait.as_millis() as u64, "dispatch failed; retrying");
@@ -239,19 +247,15 @@ impl<G: GitHub> Dispatcher<G> {
     /// A final error fails the job; a retryable one that outlived its
     /// retries leaves the claim to expire, so the run lookup happens again.
     async fn fail_or_leave(&self, job: &ClaimedJob, err: GitHubError, request: &serde_json::Value) {
+        // A rate limit is never a reason to give a job up: only time cures it.
+        let again = err.is_rate_limit()
+            || (err.is_retryable() && job.attempts < retry::MAX_ATTEMPTS as i32);
         longtx_metrics::inc(
             "longtx_dispatch_failures_total",
             "Dispatch attempts that failed, by whether they will be retried.",
-            &[(
-                "final",
-                if err.is_retryable() && job.attempts < retry::MAX_ATTEMPTS as i32 {
-                    "false"
-                } else {
-                    "true"
-                },
-            )],
+            &[("final", if again { "false" } else { "true" })],
         );
-        if err.is_retryable() && job.attempts < retry::MAX_ATTEMPTS as i32 {
+        if again {
             tracing::warn!(error = %err, "GitHub did not answer usefully; the claim expires and the job is tried again");
             return;
         }

@@ -28,6 +28,9 @@ pub enum Fault {
     Status(u16),
     /// 403 with `Retry-After: secs` (a secondary rate limit).
     RetryAfter(u64),
+    /// 403 "You have exceeded a secondary rate limit" with no
+    /// `Retry-After` (GitHub then asks for at least a minute's wait).
+    SecondaryLimit,
     /// Create the run, then take this long to answer: a caller that gives
     /// up (or dies) meanwhile does not know the run exists.
     AcceptThenHang(Duration),
@@ -43,6 +46,9 @@ struct Inner {
     latency: Duration,
     next_run_id: u64,
     last_auth: Option<String>,
+    /// An older GitHub Enterprise Server: a dispatch body with
+    /// `return_run_details` is refused (422) and creates no run.
+    old_enterprise_server: bool,
     pulls: pulls::PullState,
     repo: repo::RepoState,
     setup: setup::SetupState,
@@ -147,6 +153,13 @@ impl FakeGitHub {
         let token = format!("ghs_actions_{}", inner.token_permissions.len() + 1);
         inner.token_permissions.insert(token.clone(), granted);
         token
+    }
+
+    /// Behave as a GitHub Enterprise Server older than the 2026-02-19
+    /// change: `return_run_details` is an unknown key (422), and a
+    /// successful dispatch answers 204 with no body.
+    pub fn set_old_enterprise_server(&self) {
+        self.inner.lock().unwrap().old_enterprise_server = true;
     }
 
     /// Faults for the next dispatch requests, in order.
@@ -381,11 +394,25 @@ async fn dispatch(
             return refusal;
         }
     };
+    {
+        let mut inner = inner.lock().unwrap();
+        if inner.old_enterprise_server && body.get("return_run_details").is_some() {
+            inner.dispatch_requests.push(body.clone());
+            return (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Json(json!({"message": "Invalid request.\n\n\"return_run_details\" is not a permitted key."})),
+            )
+                .into_response();
+        }
+    }
     let (fault, run) = {
         let mut inner = inner.lock().unwrap();
         inner.dispatch_requests.push(body.clone());
         let fault = inner.faults.pop_front();
-        let creates = !matches!(fault, Some(Fault::Status(_)) | Some(Fault::RetryAfter(_)));
+        let creates = !matches!(
+            fault,
+            Some(Fault::Status(_)) | Some(Fault::RetryAfter(_)) | Some(Fault::SecondaryLimit)
+        );
         let run = creates.then(|| {
             inner.next_run_id += 1;
             let id = inner.next_run_id;
@@ -419,6 +446,13 @@ async fn dispatch(
                 StatusCode::FORBIDDEN,
                 [("retry-after", secs.to_string())],
                 Json(json!({"message": "You have exceeded a secondary rate limit."})),
+            )
+                .into_response()
+        }
+        Some(Fault::SecondaryLimit) => {
+            return (
+                StatusCode::FORBIDDEN,
+                Json(json!({"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."})),
             )
                 .into_response()
         }

@@ -148,5 +148,7 @@ pub fn dispatch_settings() -> longtx_pipeline::DispatchSettings {
         public_url: "http://127.0.0.1:8080".into(),
         idle_poll: std::time::Duration::from_millis(50),
         run_poll: std::time::Duration::from_millis(200),
+        // GitHub's minute, shrunk so a test can wait it out.
+        secondary_floor: std::time::Duration::from_millis(50),
     }
 }
