@@ -65,8 +65,19 @@ async fn receive(
         };
         ApiError::new(status, error, rejection.body_text())
     })?;
-    let received = parse(origin, &body)
+    let (received, truncated) = parse(origin, &body)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", e.to_string()))?;
+    if truncated > 0 {
+        // Alertmanager dropped these beyond `max_alerts`: they reach no
+        // one, so say so where operators look.
+        tracing::warn!(truncated, "Alertmanager truncated this batch (max_alerts); the dropped alerts come again at the next repeat_interval");
+        longtx_metrics::add(
+            "longtx_alertmanager_truncated_alerts_total",
+            "Alerts Alertmanager dropped from batches beyond its max_alerts (truncatedAlerts).",
+            &[],
+            truncated as f64,
+        );
+    }
 
     let ignore = state.ignore_list();
     let records: Vec<IntakeRecord> = received
@@ -105,13 +116,15 @@ async fn receive(
     Ok(respond(origin, &records, outcomes))
 }
 
+/// The alerts of a body, and how many Alertmanager left out of it.
 fn parse(
     origin: AlertOrigin,
     body: &[u8],
-) -> Result<Vec<ReceivedAlert>, longtx_core::alert::BodyError> {
+) -> Result<(Vec<ReceivedAlert>, u64), longtx_core::alert::BodyError> {
     match origin {
-        AlertOrigin::Alertmanager => alertmanager::parse_body(body).map(|(_, alerts)| alerts),
-        AlertOrigin::Datadog => datadog::parse_body(body).map(|alert| vec![alert]),
+        AlertOrigin::Alertmanager => alertmanager::parse_body(body)
+            .map(|(envelope, alerts)| (alerts, envelope.truncated_alerts)),
+        AlertOrigin::Datadog => datadog::parse_body(body).map(|alert| (vec![alert], 0)),
     }
 }
 
@@ -210,7 +223,14 @@ fn respond(
         .iter()
         .enumerate()
         .filter(|(_, r)| r.outcome == Outcome::Rejected)
-        .map(|(i, r)| format!("alerts[{i}]: {}", r.detail.as_deref().unwrap_or("rejected")))
+        .map(|(i, r)| {
+            longtx_metrics::inc(
+                "longtx_alerts_rejected_total",
+                "Unusable alerts (no query_source, a bad value), by origin.",
+                &[("origin", origin.as_str())],
+            );
+            format!("alerts[{i}]: {}", r.detail.as_deref().unwrap_or("rejected"))
+        })
         .collect();
     if rejected.is_empty() {
         return (
@@ -230,6 +250,21 @@ fn respond(
         rejected.join("; ")
     );
     tracing::warn!(origin = origin.as_str(), %detail, "alerts rejected");
+    // One usable alert makes the delivery a success: Alertmanager counts
+    // any non-2xx as a failed notification (and kube-prometheus alerts on
+    // it), though the usable alerts were recorded. Only a batch with
+    // nothing usable is refused.
+    if rejected.len() < results.len() {
+        return (
+            StatusCode::OK,
+            Json(IntakeResponse {
+                error: None,
+                detail: Some(detail),
+                results,
+            }),
+        )
+            .into_response();
+    }
     (
         StatusCode::UNPROCESSABLE_ENTITY,
         Json(IntakeResponse {

@@ -201,7 +201,7 @@ async fn hostile_query_sources_are_rejected_or_kept_literally() {
         Some("Bearer t0ken"),
     )
     .await;
-    assert_eq!(status, 422, "{body}");
+    assert_eq!(status, 200, "one usable alert: {body}");
     let results = body["results"].as_array().unwrap();
     assert_eq!(results[0]["outcome"], "created");
     assert_eq!(

@@ -138,8 +138,8 @@ async fn one_bad_alert_is_rejected_and_the_rest_of_the_batch_is_recorded() {
         .alert(AmAlert::firing("A::TwoWorker").annotation("value", "forever"))
         .alert(AmAlert::firing("A::ThreeWorker").value(200.0));
     let (status, body) = send(&app, hook).await;
-    assert_eq!(status, 422);
-    assert_eq!(body["error"], "invalid_alert");
+    assert_eq!(status, 200, "one usable alert makes the delivery a success");
+    assert!(body.get("error").is_none_or(|e| e.is_null()), "{body}");
     let detail = body["detail"].as_str().unwrap();
     assert!(
         detail.contains("alerts[1]: missing label query_source"),
@@ -165,6 +165,39 @@ async fn one_bad_alert_is_rejected_and_the_rest_of_the_batch_is_recorded() {
     assert_eq!(
         counts,
         vec![("created".to_string(), 2), ("rejected".to_string(), 2)]
+    );
+}
+
+#[tokio::test]
+async fn a_batch_with_nothing_usable_is_refused_and_truncation_is_counted() {
+    let app = TestApp::spawn().await;
+    let hook = AmWebhook::new().alert(AmAlert::without_source());
+    let (status, body) = send(&app, hook).await;
+    assert_eq!(status, 422);
+    assert_eq!(body["error"], "invalid_alert");
+
+    let mut hook = AmWebhook::new()
+        .alert(AmAlert::firing("A::OneWorker").value(200.0))
+        .to_json();
+    hook["truncatedAlerts"] = serde_json::json!(7);
+    let response = app.post_json("/webhooks/alertmanager", &hook).await;
+    assert_eq!(response.status(), 200);
+    let metrics = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("longtx_alertmanager_truncated_alerts_total 7"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("longtx_alerts_rejected_total{origin=\"alertmanager\"}"),
+        "{metrics}"
     );
 }
 
