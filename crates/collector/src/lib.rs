@@ -109,6 +109,8 @@ struct Snapshot {
     series: Vec<Series>,
     poll_seconds: f64,
     problem: Option<SetupProblem>,
+    /// Unix time of the last poll that worked, kept across failures.
+    last_success: Option<f64>,
 }
 
 /// A running collector; cheap to clone. Read its figures with
@@ -149,6 +151,7 @@ impl Collector {
             series,
             poll_seconds: started.elapsed().as_secs_f64(),
             problem,
+            last_success: Some(unix_now()),
         };
         Ok(Collector {
             snapshot: Arc::new(RwLock::new(snapshot)),
@@ -171,6 +174,7 @@ impl Collector {
                     series,
                     poll_seconds,
                     problem,
+                    last_success: Some(unix_now()),
                 },
                 Err(err) => {
                     longtx_metrics::inc(
@@ -186,11 +190,17 @@ impl Collector {
                     if let Some(old) = connection.take() {
                         close(old).await;
                     }
+                    let last_success = self
+                        .snapshot
+                        .read()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .last_success;
                     Snapshot {
                         up: false,
                         series: Vec::new(),
                         poll_seconds,
                         problem,
+                        last_success,
                     }
                 }
             };
@@ -235,6 +245,13 @@ impl Collector {
                 series: vec![(vec![], snapshot.poll_seconds)],
             },
         ];
+        if let Some(at) = snapshot.last_success {
+            gauges.push(Gauge {
+                name: "longtx_collector_last_success_timestamp_seconds",
+                help: "Unix time of the last poll of the database that worked.",
+                series: vec![(vec![], at)],
+            });
+        }
         if let Some(problem) = &snapshot.problem {
             gauges.push(Gauge {
                 name: "longtx_collector_setup_problem",
@@ -244,6 +261,13 @@ impl Collector {
         }
         gauges
     }
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 async fn poll(

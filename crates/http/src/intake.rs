@@ -70,7 +70,7 @@ async fn receive(
     if truncated > 0 {
         // Alertmanager dropped these beyond `max_alerts`: they reach no
         // one, so say so where operators look.
-        tracing::warn!(truncated, "Alertmanager truncated this batch (max_alerts); the dropped alerts come again at the next repeat_interval");
+        tracing::warn!(truncated, "Alertmanager dropped alerts beyond max_alerts from this batch; it drops the same ones from every notification of the group until the group is smaller: raise max_alerts or split the group");
         longtx_metrics::add(
             "longtx_alertmanager_truncated_alerts_total",
             "Alerts Alertmanager dropped from batches beyond its max_alerts (truncatedAlerts).",

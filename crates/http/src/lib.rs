@@ -25,6 +25,27 @@ use tower_http::trace::TraceLayer;
 /// Webhook bodies larger than this are refused with 413 before parsing.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// Counts every answer by route template and status class, so 5xx from
+/// intake (which Alertmanager and Datadog retry) can be alerted on.
+async fn count_responses(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_default();
+    let response = next.run(request).await;
+    let class = format!("{}xx", response.status().as_u16() / 100);
+    longtx_metrics::inc(
+        "longtx_http_responses_total",
+        "HTTP answers, by route template and status class.",
+        &[("route", &route), ("status_class", &class)],
+    );
+    response
+}
+
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/webhooks/alertmanager", post(intake::alertmanager))
@@ -45,6 +66,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics::metrics))
         .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz))
+        .route_layer(axum::middleware::from_fn(count_responses))
         .fallback(api::not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(TraceLayer::new_for_http())

@@ -14,36 +14,42 @@ pub async fn metrics(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     state.auth.check(&headers)?;
-    let counts = state.store.jobs_by_state().await?;
-    // Every state, zero included, so a rate over a new state starts at 0.
-    let jobs = JobState::ALL
-        .iter()
-        .map(|s| {
-            let n = counts
-                .iter()
-                .find(|(name, _)| name == s.as_str())
-                .map_or(0, |(_, n)| *n);
-            (vec![("state", s.as_str().to_owned())], n as f64)
-        })
-        .collect();
+    // A database that is down is itself a figure to report: the rest of
+    // the page (process, pool, collector) still answers.
+    let counts = match state.store.jobs_by_state().await {
+        Ok(counts) => Some(counts),
+        Err(err) => {
+            tracing::warn!(error = %err, "/metrics: the database did not answer");
+            None
+        }
+    };
     let pool = state.store.pool_stats();
-    let gauges = [
+    let mut gauges = vec![
         Gauge {
-            name: "longtx_jobs",
-            help: "Jobs by state.",
-            series: jobs,
+            name: "longtx_build_info",
+            help: "The running build; always 1.",
+            series: vec![(vec![("version", env!("CARGO_PKG_VERSION").to_owned())], 1.0)],
+        },
+        Gauge {
+            name: "longtx_db_up",
+            help: "1 when longtx's own database answered this scrape.",
+            series: vec![(vec![], if counts.is_some() { 1.0 } else { 0.0 })],
         },
         Gauge {
             name: "longtx_db_pool_connections",
-            help: "Database pool connections: in use, idle, and the configured maximum.",
+            help: "Database pool connections now, in use or idle.",
             series: vec![
                 (
                     vec![("state", "in_use".to_owned())],
                     pool.open.saturating_sub(pool.idle as u32) as f64,
                 ),
                 (vec![("state", "idle".to_owned())], pool.idle as f64),
-                (vec![("state", "max".to_owned())], pool.max as f64),
             ],
+        },
+        Gauge {
+            name: "longtx_db_pool_max_connections",
+            help: "The pool's configured maximum (LONGTX_DB_MAX_CONNECTIONS).",
+            series: vec![(vec![], pool.max as f64)],
         },
         Gauge {
             name: "longtx_db_pool_waiting",
@@ -51,7 +57,24 @@ pub async fn metrics(
             series: vec![(vec![], pool.waiting as f64)],
         },
     ];
-    let mut gauges = Vec::from(gauges);
+    if let Some(counts) = counts {
+        // Every state, zero included, so a rate over a new state starts at 0.
+        let jobs = JobState::ALL
+            .iter()
+            .map(|s| {
+                let n = counts
+                    .iter()
+                    .find(|(name, _)| name == s.as_str())
+                    .map_or(0, |(_, n)| *n);
+                (vec![("state", s.as_str().to_owned())], n as f64)
+            })
+            .collect();
+        gauges.push(Gauge {
+            name: "longtx_jobs",
+            help: "Jobs by state.",
+            series: jobs,
+        });
+    }
     if let Some(extra) = &state.extra_gauges {
         gauges.extend(extra());
     }

@@ -180,11 +180,44 @@ async fn metrics_parse_and_count_alerts_jobs_dispatches_and_github_calls() {
     assert!(count.unwrap() >= 3.0);
     let max = sample(
         &families,
-        "longtx_db_pool_connections",
-        "longtx_db_pool_connections",
-        &[("state", "max")],
+        "longtx_db_pool_max_connections",
+        "longtx_db_pool_max_connections",
+        &[],
     );
-    assert_eq!(max, Some(5.0));
+    assert_eq!(max, Some(5.0), "the capacity is its own metric");
+    assert_eq!(
+        sample(
+            &families,
+            "longtx_db_pool_connections",
+            "longtx_db_pool_connections",
+            &[("state", "max")]
+        ),
+        None,
+        "no capacity mixed into a usage metric"
+    );
+    assert_eq!(
+        sample(&families, "longtx_db_up", "longtx_db_up", &[]),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &families,
+            "longtx_build_info",
+            "longtx_build_info",
+            &[("version", env!("CARGO_PKG_VERSION"))]
+        ),
+        Some(1.0)
+    );
+    assert!(
+        sample(
+            &families,
+            "longtx_http_responses",
+            "longtx_http_responses_total",
+            &[("route", "/webhooks/alertmanager"), ("status_class", "2xx")]
+        )
+        .unwrap()
+            >= 3.0
+    );
     assert_eq!(
         sample(
             &families,
@@ -245,5 +278,22 @@ async fn metrics_need_the_token_when_one_is_set_and_hostile_sources_stay_valid()
         ),
         Some(1.0),
         "read back exactly"
+    );
+}
+
+#[tokio::test]
+async fn metrics_answer_while_the_database_is_down() {
+    let app = TestApp::spawn().await;
+    // The pool is closed: every query fails, as with the server gone.
+    app.store.close().await;
+    let response = app.client.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("longtx_db_up 0"), "{text}");
+    assert!(text.contains("longtx_db_pool_max_connections"), "{text}");
+    assert!(text.contains("longtx_build_info{"), "{text}");
+    assert!(
+        !text.contains("longtx_jobs{"),
+        "no made-up job counts: {text}"
     );
 }
