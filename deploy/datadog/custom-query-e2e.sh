@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs the custom query of mysql.d/conf.yaml against a throwaway MariaDB on
+# loopback with transactions left open behind Rails Query Logs comments, and
+# compares its rows with `longtx collect --once` on the same server when a
+# longtx binary is given (LONGTX=/path/to/longtx). Not part of check.py: it
+# needs mariadb-server (Debian: apt-get install mariadb-server) and ~10 s.
+#
+#   bash deploy/datadog/custom-query-e2e.sh
+#   LONGTX=target/debug/longtx bash deploy/datadog/custom-query-e2e.sh
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+work="$(mktemp -d)"
+port="${PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  if [[ -f "$work/my.pid" ]]; then kill "$(cat "$work/my.pid")" 2>/dev/null || true; fi
+  sleep 1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+mysql_install_db --no-defaults --user="$(id -un)" --datadir="$work/data" \
+  --auth-root-authentication-method=socket --skip-test-db > "$work/install.log" 2>&1
+mariadbd --no-defaults --user="$(id -un)" --datadir="$work/data" --socket="$work/my.sock" \
+  --port="$port" --bind-address=127.0.0.1 --skip-name-resolve --pid-file="$work/my.pid" \
+  --performance-schema=ON --performance-schema-instrument='wait/lock/metadata/sql/mdl=ON' \
+  --performance-schema-consumer-events-statements-current=ON > "$work/mariadb.log" 2>&1 &
+pids+=($!)
+my() { mariadb --no-defaults --socket="$work/my.sock" -uroot "$@"; }
+for _ in $(seq 60); do my -e 'SELECT 1' > /dev/null 2>&1 && break; sleep 0.5; done
+
+my <<'SQL'
+CREATE DATABASE shop;
+CREATE TABLE shop.orders (id INT PRIMARY KEY) ENGINE=InnoDB;
+CREATE TABLE shop.users (id INT PRIMARY KEY) ENGINE=InnoDB;
+CREATE TABLE shop.carts (id INT PRIMARY KEY) ENGINE=InnoDB;
+CREATE TABLE shop.invoices (id INT PRIMARY KEY) ENGINE=InnoDB;
+CREATE TABLE shop.reports (id INT PRIMARY KEY) ENGINE=InnoDB;
+CREATE TABLE shop.exports (id INT PRIMARY KEY) ENGINE=InnoDB;
+CREATE TABLE shop.syncs (id INT PRIMARY KEY) ENGINE=InnoDB;
+INSERT INTO shop.orders VALUES (1), (2);
+INSERT INTO shop.users VALUES (1);
+INSERT INTO shop.carts VALUES (1);
+INSERT INTO shop.invoices VALUES (1);
+INSERT INTO shop.reports VALUES (1);
+INSERT INTO shop.exports VALUES (1);
+INSERT INTO shop.syncs VALUES (1);
+CREATE USER 'collector'@'127.0.0.1' IDENTIFIED BY 'collector-pw';
+GRANT PROCESS ON *.* TO 'collector'@'127.0.0.1';
+GRANT SELECT ON performance_schema.* TO 'collector'@'127.0.0.1';
+SQL
+
+# One open transaction per statement, for 20 s; --comments keeps the comment
+# in the statement text.
+hold() { { echo "BEGIN;"; echo "$1"; sleep 20; echo "ROLLBACK;"; } 2> /dev/null | my --comments shop > /dev/null 2>&1 & pids+=($!); }
+hold "SELECT * FROM orders WHERE id = 1 FOR UPDATE /*application:Shop,namespaced_controller:admin/orders,action:update*/;"
+sleep 2
+hold "SELECT * FROM orders WHERE id = 2 FOR UPDATE /*sidekiq_worker:Billing::InvoiceSyncWorker,application:Shop*/;"
+hold "/*action='update',application='Shop',controller='users',namespaced_controller='admin%2Fusers'*/ SELECT * FROM users WHERE id = 1 FOR UPDATE;"
+hold "SELECT * FROM carts WHERE id = 1 FOR UPDATE;"
+hold "SELECT * FROM invoices WHERE id = 1 FOR UPDATE /* plain note */ /*job='ExportJob',application='Shop'*/;"
+hold "SELECT * FROM reports WHERE id = 1 FOR UPDATE /*rake_task:reports:monthly*/;"
+hold "SELECT * FROM exports WHERE id = 1 FOR UPDATE /*application:Shop,controller:checkouts,action:create*/;"
+hold "SELECT * FROM syncs WHERE id = 1 FOR UPDATE /*job='Billing%3A%3ASyncJob'*/;"
+sleep 3
+
+query="$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["instances"][0]["custom_queries"][0]["query"])' "$here/mysql.d/conf.yaml")"
+echo "== custom query (as the Agent's user would run it)"
+mariadb --no-defaults -h127.0.0.1 -P"$port" -ucollector -pcollector-pw -N -e "$query" \
+  | awk -F'\t' '{print $2, $3}' | sort | tee "$work/agent.txt"
+
+if [[ -n "${LONGTX:-}" ]]; then
+  echo "== longtx collect --once"
+  "$LONGTX" collect --dsn "mysql://collector:collector-pw@127.0.0.1:$port" --once 2> "$work/longtx.log" \
+    | sed -n 's/^longtx_mdl_holder_max_tx_duration_seconds{table="\([^"]*\)",query_source="\([^"]*\)"}.*/\1 \2/p' \
+    | sort | tee "$work/longtx.txt"
+  if diff -u "$work/longtx.txt" "$work/agent.txt"; then
+    echo "SAME tables and sources as longtx collect"
+  else
+    echo "DIFFERENT from longtx collect (see above)"
+    exit 1
+  fi
+fi
