@@ -42,12 +42,18 @@ impl IgnoreEntry {
         }
     }
 
+    /// Compared in the canonical form every origin shares, so an entry
+    /// written `Billing::SyncWorker` also covers Datadog's
+    /// `billing::syncworker`.
     pub fn covers(&self, source: &QuerySource) -> bool {
         let pattern = self.query_source.trim();
         if !self.exact && glob::is_glob(pattern) {
-            glob::matches(pattern, source.as_str())
+            glob::matches(
+                &crate::query_source::canonical_pattern(pattern),
+                &source.key(),
+            )
         } else {
-            pattern == source.as_str()
+            crate::query_source::canonical(pattern) == source.key()
         }
     }
 }
@@ -99,6 +105,18 @@ mod tests {
 
     fn source(s: &str) -> QuerySource {
         QuerySource::parse(s).unwrap()
+    }
+
+    #[test]
+    fn entries_match_every_origin_s_form() {
+        let list = IgnoreList::parse(
+            "- query_source: Billing::SyncWorker\n- query_source: Api::*Controller#create\n",
+        )
+        .unwrap();
+        assert!(list.matching(&source("billing::syncworker")).is_some());
+        assert!(list.matching(&source("BILLING::SYNCWORKER")).is_some());
+        assert!(list.matching(&source("api::v1controller_create")).is_some());
+        assert!(list.matching(&source("billing::otherworker")).is_none());
     }
 
     #[test]

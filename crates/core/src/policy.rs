@@ -66,8 +66,12 @@ impl IntakePolicy {
         if alert.status == AlertStatus::Resolved {
             return Decision::Resolved;
         }
-        let source = alert.query_source.as_str();
-        if let Some(pattern) = self.exclude.iter().find(|p| glob::matches(p, source)) {
+        let key = alert.query_source.key();
+        if let Some(pattern) = self
+            .exclude
+            .iter()
+            .find(|p| glob::matches(&crate::query_source::canonical_pattern(p), &key))
+        {
             return Decision::Excluded {
                 pattern: pattern.clone(),
             };

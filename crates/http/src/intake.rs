@@ -97,7 +97,13 @@ async fn receive(
     }
     // Outcomes come back in the records' order.
     for (record, outcome) in records.iter().zip(&outcomes) {
-        let source = record.query_source.as_deref().unwrap_or("none");
+        // One series per source, whichever sender spelled it how.
+        let source = record
+            .query_source
+            .as_deref()
+            .map(longtx_core::query_source::canonical)
+            .unwrap_or_else(|| "none".to_owned());
+        let source = source.as_str();
         longtx_metrics::inc(
             "longtx_alerts_received_total",
             "Alerts received, by query_source (at most 200, then `other`) and outcome.",

@@ -98,7 +98,7 @@ async fn metrics_parse_and_count_alerts_jobs_dispatches_and_github_calls() {
             "longtx_alerts_received",
             "longtx_alerts_received_total",
             &[
-                ("query_source", "Metrics::SyncWorker"),
+                ("query_source", "metrics::syncworker"),
                 ("outcome", outcome),
             ],
         )
@@ -107,7 +107,7 @@ async fn metrics_parse_and_count_alerts_jobs_dispatches_and_github_calls() {
     assert_eq!(alerts("created"), Some(1.0));
     assert_eq!(alerts("deduped"), Some(1.0));
     let below = [
-        ("query_source", "Metrics::QuickWorker"),
+        ("query_source", "metrics::quickworker"),
         ("outcome", "below_threshold"),
     ];
     assert_eq!(
@@ -268,7 +268,10 @@ async fn metrics_need_the_token_when_one_is_set_and_hostile_sources_stay_valid()
         families.get("x").is_none(),
         "a label value cannot inject a family"
     );
-    let ours = [("query_source", hostile), ("outcome", "created")];
+    // The label is the canonical key, so one source is one series
+    // whichever sender spelled it.
+    let key = longtx_core::query_source::canonical(hostile);
+    let ours = [("query_source", key.as_str()), ("outcome", "created")];
     assert_eq!(
         sample(
             &families,

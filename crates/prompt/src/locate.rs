@@ -8,6 +8,8 @@
 //! included); when the conventional path does not exist, the class
 //! declaration is searched for instead. Every candidate says why it was chosen.
 
+mod flattened;
+
 use longtx_core::query_logs::{controller_path, underscore};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -65,16 +67,39 @@ pub fn classify(query_source: &str) -> SourceKind {
 /// Candidates for `query_source` in the checkout at `repo`, best first.
 /// An empty list means nothing was found; [`explain_none`] says why.
 pub fn locate(repo: &Path, query_source: &str) -> Vec<Candidate> {
-    match classify(query_source) {
+    if names_a_path_outside(query_source) {
+        return Vec::new();
+    }
+    let found = match classify(query_source) {
         SourceKind::Controller { path, action } => locate_controller(repo, &path, &action),
         SourceKind::Worker { class } => locate_worker(repo, &class),
         SourceKind::Rake { task } => locate_rake(repo, &task),
         SourceKind::Unknown => Vec::new(),
+    };
+    if found.is_empty() && flattened::looks_flattened(query_source) {
+        return flattened::locate_flattened(repo, query_source);
     }
+    found
+}
+
+/// A source is joined into file paths: `..`, an absolute path or a
+/// backslash could name a file outside the checkout, so such a source is
+/// never looked up (and symlinks leading out are refused when reading).
+fn names_a_path_outside(query_source: &str) -> bool {
+    let s = query_source.trim();
+    s.starts_with('/')
+        || s.contains('\\')
+        || s.contains('\0')
+        || s.split(['/', ':', '#']).any(|segment| segment == "..")
 }
 
 /// A plain sentence for the prompt when [`locate`] found nothing.
 pub fn explain_none(query_source: &str) -> String {
+    if names_a_path_outside(query_source) {
+        return format!(
+            "The query_source {query_source:?} names a path outside the repository (`..`, an absolute path or a backslash), so no file was read for it."
+        );
+    }
     match classify(query_source) {
         SourceKind::Controller { path, action } => format!(
             "No controller was found for {query_source}: expected app/controllers/{path}_controller.rb with `def {action}`. Search the code for the action."
@@ -93,7 +118,7 @@ pub fn explain_none(query_source: &str) -> String {
 
 fn locate_controller(repo: &Path, path: &str, action: &str) -> Vec<Candidate> {
     let relative = format!("app/controllers/{path}_controller.rb");
-    let Some(text) = read_small(&repo.join(&relative)) else {
+    let Some(text) = read_small(repo, &repo.join(&relative)) else {
         return Vec::new();
     };
     let method = find_def(&text, action);
@@ -118,7 +143,7 @@ fn locate_worker(repo: &Path, class: &str) -> Vec<Candidate> {
     let mut found = Vec::new();
     for dir in WORKER_DIRS {
         let relative = format!("{dir}/{file_stem}.rb");
-        if let Some(text) = read_small(&repo.join(&relative)) {
+        if let Some(text) = read_small(repo, &repo.join(&relative)) {
             found.push(worker_candidate(
                 relative,
                 text,
@@ -133,7 +158,7 @@ fn locate_worker(repo: &Path, class: &str) -> Vec<Candidate> {
         let declaration = format!("class {last}");
         for dir in WORKER_DIRS {
             for file in ruby_files(&repo.join(dir), "rb") {
-                let Some(text) = read_small(&file) else {
+                let Some(text) = read_small(repo, &file) else {
                     continue;
                 };
                 let declares = text.lines().any(|l| {
@@ -172,7 +197,7 @@ fn worker_candidate(path: String, text: String, why: String) -> Candidate {
 fn locate_rake(repo: &Path, task: &[String]) -> Vec<Candidate> {
     let mut found = Vec::new();
     for file in ruby_files(&repo.join("lib/tasks"), "rake") {
-        let Some(text) = read_small(&file) else {
+        let Some(text) = read_small(repo, &file) else {
             continue;
         };
         if let Some(line) = find_rake_task(&text, task) {
@@ -267,7 +292,13 @@ fn block_from(text: &str, start: usize) -> String {
     lines[start - 1..end].join("\n")
 }
 
-fn read_small(path: &Path) -> Option<String> {
+/// A file of the checkout, small enough to read. Its real path must be
+/// inside the checkout's real path: a symlink leading out is not followed.
+fn read_small(repo: &Path, path: &Path) -> Option<String> {
+    let root = std::fs::canonicalize(repo).ok()?;
+    if !std::fs::canonicalize(path).ok()?.starts_with(&root) {
+        return None;
+    }
     let meta = std::fs::metadata(path).ok()?;
     if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
         return None;

@@ -68,6 +68,88 @@ fn facts(source: &str) -> JobFacts {
 }
 
 #[test]
+fn sources_datadog_flattened_are_found_by_their_readings() {
+    let repo = rails_tree("flattened");
+    let w = locate(&repo, "billing::invoicesyncworker");
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0].path, "app/workers/billing/invoice_sync_worker.rb");
+    assert_eq!(w[0].line, Some(5));
+    assert!(w[0].reason.contains("without case"), "{}", w[0].reason);
+
+    let c = locate(&repo, "admin/users_update");
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0].path, "app/controllers/admin/users_controller.rb");
+    assert_eq!(c[0].line, Some(6));
+    assert!(
+        c[0].reason.contains("action method `update`"),
+        "{}",
+        c[0].reason
+    );
+
+    // Two readings fit: `admin/users#bulk_update` and `admin/users_bulk#update`.
+    let bulk = repo.join("app/controllers/admin/users_bulk_controller.rb");
+    std::fs::write(&bulk, "module Admin\n  class UsersBulkController < ApplicationController\n    def update\n    end\n  end\nend\n").unwrap();
+    let users = repo.join("app/controllers/admin/users_controller.rb");
+    let text = std::fs::read_to_string(&users).unwrap();
+    std::fs::write(
+        &users,
+        text.replace(
+            "    def index\n",
+            "    def bulk_update\n    end\n\n    def index\n",
+        ),
+    )
+    .unwrap();
+    let both = locate(&repo, "admin/users_bulk_update");
+    let paths: Vec<&str> = both.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "app/controllers/admin/users_controller.rb",
+            "app/controllers/admin/users_bulk_controller.rb"
+        ]
+    );
+    assert!(both
+        .iter()
+        .all(|c| c.reason.contains("one of several readings")));
+}
+
+#[test]
+fn a_source_can_never_name_a_file_outside_the_checkout() {
+    let repo = rails_tree("outside");
+    let outside = repo
+        .parent()
+        .unwrap()
+        .join(format!("longtx-secret-{}", std::process::id()));
+    std::fs::create_dir_all(outside.join("app/controllers")).unwrap();
+    std::fs::write(
+        outside.join("app/controllers/x_controller.rb"),
+        "def show\n  SECRET\nend\n",
+    )
+    .unwrap();
+    for hostile in [
+        "../../etc/passwd#show",
+        "../longtx-secret/x#show",
+        "/etc/x#show",
+        "a\\..\\b#show",
+        "rake:..:x",
+    ] {
+        assert!(locate(&repo, hostile).is_empty(), "{hostile}");
+        assert!(
+            longtx_prompt::locate::explain_none(hostile).contains("outside"),
+            "{hostile}"
+        );
+    }
+    // A symlink inside the checkout that leads out is not followed.
+    std::os::unix::fs::symlink(
+        outside.join("app/controllers/x_controller.rb"),
+        repo.join("app/controllers/leak_controller.rb"),
+    )
+    .unwrap();
+    assert!(locate(&repo, "leak#show").is_empty());
+    std::fs::remove_dir_all(&outside).ok();
+}
+
+#[test]
 fn controllers_workers_jobs_and_rake_tasks_are_found_with_reasons() {
     let repo = rails_tree("locate");
     let c = locate(&repo, "admin/users#update");

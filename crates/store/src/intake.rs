@@ -2,6 +2,7 @@
 //! audit trail, in one transaction on one connection.
 
 use crate::{Store, StoreError};
+use longtx_core::query_source::canonical;
 use longtx_core::{AlertOrigin, Outcome};
 use sqlx::{PgConnection, Row};
 use std::time::Duration;
@@ -50,11 +51,11 @@ const MAX_TABLES_PER_JOB: i32 = 50;
 const ENQUEUE_SQL: &str = r#"
 WITH cooling AS (
     SELECT id FROM jobs
-    WHERE query_source = $1
+    WHERE source_key = $11
       AND ended_at > now() - make_interval(secs => $5::float8)
       AND NOT EXISTS (
           SELECT 1 FROM jobs active
-          WHERE active.query_source = $1
+          WHERE active.source_key = $11
             AND active.state IN ('queued', 'dispatching', 'agent_running', 'pre_review', 'in_review'))
     ORDER BY ended_at DESC
     LIMIT 1
@@ -63,9 +64,14 @@ upsert AS (
     INSERT INTO jobs (query_source, tables, max_duration_seconds, alert_links)
     SELECT $1::text, COALESCE($2::text[], '{}'), $3::float8, COALESCE($4::text[], '{}')
     WHERE NOT EXISTS (SELECT 1 FROM cooling)
-    ON CONFLICT (query_source) WHERE state IN ('queued', 'dispatching', 'agent_running', 'pre_review', 'in_review')
+    ON CONFLICT (source_key) WHERE state IN ('queued', 'dispatching', 'agent_running', 'pre_review', 'in_review')
     DO UPDATE SET
         alert_count = jobs.alert_count + 1,
+        -- The most informative form wins: a form that is its own key
+        -- (Datadog's, lowercased and flattened) gives way to one that is not.
+        query_source = CASE
+            WHEN jobs.query_source = jobs.source_key AND EXCLUDED.query_source <> jobs.source_key
+            THEN EXCLUDED.query_source ELSE jobs.query_source END,
         max_duration_seconds = GREATEST(jobs.max_duration_seconds, EXCLUDED.max_duration_seconds),
         tables = CASE
             WHEN EXCLUDED.tables <@ jobs.tables OR cardinality(jobs.tables) >= $6::int THEN jobs.tables
@@ -127,7 +133,9 @@ impl Store {
         let mut enqueue_order: Vec<usize> = (0..records.len())
             .filter(|&i| records[i].action == IntakeAction::Enqueue)
             .collect();
-        enqueue_order.sort_by(|&a, &b| records[a].query_source.cmp(&records[b].query_source));
+        // By key, the order rows are locked in (two forms of one source
+        // lock the same row).
+        enqueue_order.sort_by_cached_key(|&i| records[i].query_source.as_deref().map(canonical));
         let known: Vec<usize> = (0..records.len())
             .filter(|&i| outcomes[i].is_some())
             .collect();
@@ -175,6 +183,7 @@ async fn enqueue(
         .bind(record.origin.as_str())
         .bind(record.table.as_deref())
         .bind(&record.raw_payload)
+        .bind(canonical(source))
         .fetch_one(&mut *conn)
         .await?;
     let created: bool = row.try_get("created")?;

@@ -173,13 +173,18 @@ pub(crate) async fn list_jobs_on(
     let sql = format!(
         "SELECT {JOB_COLUMNS} FROM jobs \
          WHERE ($1::text IS NULL OR state = $1) \
-           AND ($2::text IS NULL OR query_source = $2) \
+           AND ($2::text IS NULL OR source_key = $2) \
            AND ($3::int8 IS NULL OR id < $3) \
          ORDER BY id DESC LIMIT $4"
     );
     let rows = sqlx::query_as::<_, JobRow>(&sql)
         .bind(filter.state.map(JobState::as_str))
-        .bind(filter.query_source.as_deref())
+        .bind(
+            filter
+                .query_source
+                .as_deref()
+                .map(longtx_core::query_source::canonical),
+        )
         .bind(filter.before_id)
         .bind(filter.limit.clamp(1, 500))
         .fetch_all(&mut *conn)

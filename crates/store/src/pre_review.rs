@@ -251,10 +251,10 @@ impl Store {
         before_job: i64,
     ) -> Result<Vec<String>, StoreError> {
         let verdict: Option<serde_json::Value> = sqlx::query_scalar(
-            "SELECT pre_review_verdict FROM jobs WHERE query_source = $1 AND id < $2 \
+            "SELECT pre_review_verdict FROM jobs WHERE source_key = $1 AND id < $2 \
                AND state = 'rejected_by_review' AND pre_review_verdict IS NOT NULL ORDER BY id DESC LIMIT 1",
         )
-        .bind(query_source)
+        .bind(longtx_core::query_source::canonical(query_source))
         .bind(before_job)
         .fetch_optional(self.pool())
         .await?

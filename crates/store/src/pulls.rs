@@ -232,7 +232,7 @@ pub(crate) async fn apply(
     pr: Option<&PrFacts>,
     gate: ReviewGate,
 ) -> Result<Applied, StoreError> {
-    let Some(row) = sqlx::query("SELECT state, query_source FROM jobs WHERE id = $1 FOR UPDATE")
+    let Some(row) = sqlx::query("SELECT state FROM jobs WHERE id = $1 FOR UPDATE")
         .bind(job_id)
         .fetch_optional(&mut *tx)
         .await?
@@ -243,7 +243,6 @@ pub(crate) async fn apply(
         .try_get::<String, _>("state")?
         .parse()
         .map_err(|e: longtx_core::job::UnknownState| sqlx::Error::Decode(e.into()))?;
-    let source: String = row.try_get("query_source")?;
     if let Some(pr) = pr {
         sqlx::query(
             "UPDATE jobs SET pr_number = $2, pr_url = $3, pr_head_sha = $4, pr_base_ref = $5, \
@@ -292,10 +291,9 @@ pub(crate) async fn apply(
     };
     if to.is_active() && !current.is_active() {
         let other: Option<i64> = sqlx::query_scalar(
-            "SELECT id FROM jobs WHERE query_source = $1 AND id <> $2 \
-               AND state IN ('queued', 'dispatching', 'agent_running', 'pre_review', 'in_review')",
+            "SELECT id FROM jobs WHERE source_key = (SELECT source_key FROM jobs WHERE id = $1) \
+               AND id <> $1 AND state IN ('queued', 'dispatching', 'agent_running', 'pre_review', 'in_review')",
         )
-        .bind(&source)
         .bind(job_id)
         .fetch_optional(&mut *tx)
         .await?;
