@@ -11,6 +11,9 @@
 //! - `!` negation, `[ ]` ranges and `\#` escapes do not work, and such lines
 //!   (like any line GitHub would call invalid) are skipped with a warning,
 //!   never failing the whole file;
+//! - a `#` word after the pattern starts an inline comment (GitHub's own
+//!   example: `*.js @js-owner #This is an inline comment.`), and `\ ` is a
+//!   space inside a pattern (`My\ Documents/`);
 //! - paths are case-sensitive.
 
 use std::fmt;
@@ -102,8 +105,35 @@ impl Codeowners {
     }
 }
 
+/// The line's words: split on white space that is not escaped (`\ `), up
+/// to an inline comment (a word after the pattern that starts with `#`).
+fn words_of(line: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' && chars.peek().is_some_and(|n| *n == ' ') {
+            word.push(chars.next().expect("peeked"));
+        } else if c.is_whitespace() {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+        } else {
+            if word.is_empty() && c == '#' && !words.is_empty() {
+                return words;
+            }
+            word.push(c);
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
 fn parse_line(line: &str) -> Result<(String, Vec<Owner>, Matcher), String> {
-    let mut words = line.split_whitespace();
+    let words = words_of(line);
+    let mut words = words.iter().map(String::as_str);
     let pattern = words.next().unwrap_or_default().to_owned();
     if pattern.starts_with('!') {
         return Err(format!("{pattern:?}: negation with `!` is not supported"));
