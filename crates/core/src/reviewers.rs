@@ -77,10 +77,41 @@ pub struct Facts {
     pub max_reviewers: usize,
 }
 
-/// Bots never review: GitHub Apps' users end in `[bot]`.
-pub fn is_bot(login_or_name: &str) -> bool {
-    let lower = login_or_name.to_ascii_lowercase();
-    lower.ends_with("[bot]") || lower.contains("[bot]@")
+/// GitHub's own automation accounts, which commit without a `[bot]`
+/// suffix: Copilot's coding agent (`Copilot <…+Copilot@users.noreply.github.com>`),
+/// the web editor's committer, Actions' default identity.
+const GITHUB_AUTOMATION: [&str; 6] = [
+    "copilot",
+    "copilot-swe-agent",
+    "github-actions",
+    "dependabot",
+    "web-flow",
+    "github",
+];
+
+/// Bots never review, and their commits never make anyone a reviewer. One
+/// rule for a login, a name or an email: a handle that ends in `[bot]`,
+/// `-bot` or `_bot` (GitHub Apps, Renovate, custom CI users), one of
+/// GitHub's own automation accounts, or their addresses (`noreply@github.com`,
+/// `action@github.com`, and noreply addresses of the above).
+pub fn is_bot(login_name_or_email: &str) -> bool {
+    let lower = login_name_or_email.trim().to_ascii_lowercase();
+    if matches!(lower.as_str(), "noreply@github.com" | "action@github.com") {
+        return true;
+    }
+    let handle = match lower.split_once('@') {
+        Some((local, domain)) if domain.starts_with("users.noreply.github.") => local
+            .split_once('+')
+            .map_or(local, |(_, login)| login)
+            .to_owned(),
+        Some((local, _)) => local.to_owned(),
+        None => lower,
+    };
+    handle.ends_with("[bot]")
+        || handle.ends_with("-bot")
+        || handle.ends_with("_bot")
+        || handle.ends_with(" bot")
+        || GITHUB_AUTOMATION.contains(&handle.as_str())
 }
 
 pub fn choose(facts: &Facts) -> Choice {
@@ -184,7 +215,7 @@ pub fn noreply_login(email: &str) -> Option<&str> {
         .strip_suffix("@users.noreply.github.com")
         .or_else(|| email.strip_suffix("@users.noreply.github.localhost"))?;
     let login = local.split_once('+').map_or(local, |(_, login)| login);
-    (!login.is_empty() && !is_bot(login)).then_some(login)
+    (!login.is_empty() && !is_bot(email)).then_some(login)
 }
 
 #[cfg(test)]

@@ -21,10 +21,56 @@ pub struct HistoryPerson {
     pub name: String,
     pub email: String,
     pub score: f64,
+    /// Distinct commits: one touching three of the files counts once.
     pub commits: u32,
     pub latest: DateTime<Utc>,
     pub sample_commit: String,
     pub files: Vec<String>,
+    pub commit_ids: std::collections::BTreeSet<String>,
+}
+
+impl HistoryPerson {
+    /// Adds `other` (the same person under another email) to this one.
+    pub fn absorb(&mut self, other: HistoryPerson) {
+        self.score += other.score;
+        if other.latest > self.latest {
+            self.latest = other.latest;
+            self.sample_commit = other.sample_commit;
+        }
+        for file in other.files {
+            if !self.files.contains(&file) {
+                self.files.push(file);
+            }
+        }
+        self.commit_ids.extend(other.commit_ids);
+        self.commits = self.commit_ids.len() as u32;
+    }
+}
+
+/// People found under several emails, merged by the key `identity` gives
+/// them (their GitHub login); the highest score first. People `identity`
+/// has no key for stay apart, by email.
+pub fn merge_people(
+    people: Vec<HistoryPerson>,
+    identity: impl Fn(&HistoryPerson) -> Option<String>,
+) -> Vec<(Option<String>, HistoryPerson)> {
+    let mut merged: Vec<(Option<String>, HistoryPerson)> = Vec::new();
+    for person in people {
+        let key = identity(&person);
+        match merged.iter_mut().find(|(k, p)| match (&key, k) {
+            (Some(key), Some(k)) => k.eq_ignore_ascii_case(key),
+            _ => p.email == person.email,
+        }) {
+            Some((_, existing)) => existing.absorb(person),
+            None => merged.push((key, person)),
+        }
+    }
+    merged.sort_by(|a, b| {
+        b.1.score
+            .total_cmp(&a.1.score)
+            .then_with(|| a.1.email.cmp(&b.1.email))
+    });
+    merged
 }
 
 #[derive(Debug, Clone, Default)]
@@ -101,9 +147,11 @@ pub fn history(
                     latest: author.latest,
                     sample_commit: author.sample_commit.clone(),
                     files: Vec::new(),
+                    commit_ids: Default::default(),
                 });
             person.score += author.score;
-            person.commits += author.commits;
+            person.commit_ids.extend(author.commit_ids.iter().cloned());
+            person.commits = person.commit_ids.len() as u32;
             if author.latest > person.latest {
                 person.latest = author.latest;
                 person.sample_commit = author.sample_commit;

@@ -43,6 +43,9 @@ pub struct AuthorStat {
     pub latest: DateTime<Utc>,
     /// One of their commits, for looking the author up on GitHub.
     pub sample_commit: String,
+    /// Every commit counted, so that a person's commits over several files
+    /// are counted once each.
+    pub commit_ids: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -151,8 +154,10 @@ pub fn file_history(
             score: 0.0,
             latest: when,
             sample_commit: oid_hex(&commit.id()),
+            commit_ids: Vec::new(),
         });
         stat.commits += 1;
+        stat.commit_ids.push(oid_hex(&commit.id()));
         stat.score += recency_weight(age_days, options.half_life_days);
         stat.latest = stat.latest.max(when);
     }

@@ -15,7 +15,7 @@ pub mod history;
 mod mirror;
 pub mod wontfix;
 
-pub use gather::{ChangedFile, Gathered, HistoryPerson};
+pub use gather::{merge_people, ChangedFile, Gathered, HistoryPerson};
 pub use history::{file_history, FileHistory, HistoryOptions};
 pub use mirror::{Mirror, Pushed};
 

@@ -89,6 +89,81 @@ async fn codeowners_come_from_the_base_branch_and_the_comment_says_why() {
 }
 
 #[tokio::test]
+async fn one_person_under_two_emails_is_one_reviewer_and_copilot_is_no_one() {
+    const OTHER: &str = "app/models/order_line.rb";
+    let mut repo = GitRepo::new("identity");
+    repo.commit(
+        &[(FILE, "v1\n"), (OTHER, "v1\n")],
+        "Zed",
+        "zed@example.com",
+        300,
+    );
+    // Erin: 2 commits from work and 3 from her GitHub noreply address, the
+    // last touching both files: 5 distinct commits, 6 file-commits. Apart,
+    // each address scores below Frank; together she is first.
+    let erin = [
+        ("erin@work.example", false),
+        ("erin@work.example", false),
+        ("77+erin@users.noreply.github.com", false),
+        ("77+erin@users.noreply.github.com", false),
+        ("77+erin@users.noreply.github.com", true),
+    ];
+    for (i, (email, both)) in erin.iter().enumerate() {
+        let text = format!("erin {i}\n");
+        let mut files = vec![(FILE, text.as_str())];
+        if *both {
+            files.push((OTHER, text.as_str()));
+        }
+        repo.commit(&files, "Erin", email, 10);
+    }
+    // Frank: 5 commits from one address.
+    for i in 0..5 {
+        repo.commit(
+            &[(FILE, &format!("frank {i}\n"))],
+            "Frank",
+            "frank@work.example",
+            10,
+        );
+    }
+    // Copilot's coding agent, as an author and as a co-author.
+    for i in 0..5 {
+        repo.commit(
+            &[(FILE, &format!("copilot {i}\n"))],
+            "Copilot",
+            "198982749+Copilot@users.noreply.github.com",
+            1,
+        );
+    }
+    let t = Tracking::start(&repo.bare(), |s| {
+        s.author_logins
+            .insert("frank@work.example".into(), "frank".into());
+        s.max_reviewers = 1;
+    })
+    .await;
+    t.github.set_pull_files(PR, &[(FILE, 3), (OTHER, 2)]);
+    // Only GitHub's commit API ties the work address to Erin's login.
+    for line in repo.git(&["log", "--format=%H %ae"]).lines() {
+        let (sha, email) = line.split_once(' ').unwrap();
+        if email == "erin@work.example" {
+            t.github.set_commit_login(sha, "erin");
+        }
+    }
+    let job = open_pr(&t, "OrderSyncWorker", PR, "zed").await;
+    assert_eq!(
+        requested_users(&t),
+        vec![BTreeSet::from(["erin".to_owned()])],
+        "merged, Erin outweighs Frank"
+    );
+    let recorded = job.reviewers.unwrap().to_string();
+    assert!(!recorded.to_lowercase().contains("copilot"), "{recorded}");
+    let comment = &t.github.comments_on(PR)[0];
+    assert!(
+        comment.contains("5 commits to app/models/order.rb, app/models/order_line.rb"),
+        "distinct commits, not one per file: {comment}"
+    );
+}
+
+#[tokio::test]
 async fn history_decides_when_the_only_owner_is_the_author_and_outsiders_and_bots_are_skipped() {
     let mut repo = GitRepo::new("history");
     repo.commit(

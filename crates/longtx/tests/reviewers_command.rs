@@ -131,3 +131,50 @@ fn a_bad_date_or_a_missing_repository_is_a_clear_error() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/repo"));
 }
+
+#[test]
+fn one_person_under_two_emails_is_merged_as_in_the_service_and_copilot_is_left_out() {
+    let repo = GitRepo::new("cli-identity");
+    repo.commit(&[(FILE, "v1\n")], "Zed", "zed@example.com", 300);
+    for (i, email) in [
+        "erin@work.example",
+        "erin@work.example",
+        "77+erin@users.noreply.github.com",
+    ]
+    .iter()
+    .enumerate()
+    {
+        repo.commit(&[(FILE, &format!("erin {i}\n"))], "Erin", email, 10);
+    }
+    for i in 0..2 {
+        repo.commit(
+            &[(FILE, &format!("frank {i}\n"))],
+            "Frank",
+            "frank@work.example",
+            10,
+        );
+    }
+    for i in 0..4 {
+        repo.commit(
+            &[(FILE, &format!("c {i}\n"))],
+            "Copilot",
+            "198982749+Copilot@users.noreply.github.com",
+            5,
+        );
+    }
+    let (ok, out) = reviewers(
+        &repo,
+        &["--author", "zed"],
+        &[(
+            "LONGTX_AUTHOR_LOGINS",
+            "erin@work.example=erin,frank@work.example=frank",
+        )],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("@erin: 3 commits to app/models/order.rb"),
+        "{out}"
+    );
+    assert_eq!(out.matches("@erin").count(), 1, "listed once: {out}");
+    assert!(!out.to_lowercase().contains("copilot"), "{out}");
+}

@@ -254,19 +254,27 @@ impl<G: GitHub> Worker<G> {
         &self,
         people: Vec<longtx_git::HistoryPerson>,
     ) -> Result<Vec<Candidate>, ReviewError> {
-        let mut candidates = Vec::new();
-        for person in people {
-            let Some(login) = self.login_of(&person.email, &person.sample_commit).await? else {
+        // Every email's login first (noreply, the configured map, then the
+        // commit API), so one person under two emails is scored once.
+        let mut logins = HashMap::new();
+        for person in &people {
+            let login = self.login_of(&person.email, &person.sample_commit).await?;
+            if login.is_none() {
                 tracing::info!(email = %person.email, "no GitHub login known for a committer");
-                continue;
-            };
-            candidates.push(Candidate {
-                reviewer: Reviewer::User(login),
-                reason: history_reason(&person, self.settings.history_days),
-                score: person.score,
-            });
+            }
+            logins.insert(person.email.clone(), login);
         }
-        Ok(candidates)
+        let merged = longtx_git::merge_people(people, |p| logins.get(&p.email).cloned().flatten());
+        Ok(merged
+            .into_iter()
+            .filter_map(|(login, person)| {
+                Some(Candidate {
+                    reviewer: Reviewer::User(login?),
+                    reason: history_reason(&person, self.settings.history_days),
+                    score: person.score,
+                })
+            })
+            .collect())
     }
 
     /// `.mailmap` already applied; then noreply, the configured map, the

@@ -88,9 +88,21 @@ const CASES: &[(&str, &str, &str)] = &[
     ("* @all\n\\#file @esc", "#file", "@all"),
     ("* @all\n/app/ @bad owner", "app/x.rb", "@all"),
     // GitHub's own example: an inline comment after the owners.
-    ("*.js @js-owner #This is an inline comment.", "a.js", "@js-owner"),
-    ("* @all\n/app/ @alice # inline comment", "app/x.rb", "@alice"),
-    ("* @all\n/app/ # only a comment, so no owner", "app/x.rb", "-"),
+    (
+        "*.js @js-owner #This is an inline comment.",
+        "a.js",
+        "@js-owner",
+    ),
+    (
+        "* @all\n/app/ @alice # inline comment",
+        "app/x.rb",
+        "@alice",
+    ),
+    (
+        "* @all\n/app/ # only a comment, so no owner",
+        "app/x.rb",
+        "-",
+    ),
     // A space in a path, escaped with a backslash.
     ("My\\ Documents/ @docs", "My Documents/a.txt", "@docs"),
     ("/My\\ Documents/ @docs", "sub/My Documents/a.txt", "none"),

@@ -111,6 +111,33 @@ fn recent_commits_weigh_more() {
 }
 
 #[test]
+fn bots_are_known_by_one_rule_beyond_the_bot_suffix() {
+    for bot in [
+        "dependabot[bot]",
+        "Copilot",
+        "198982749+Copilot@users.noreply.github.com",
+        "41898282+github-actions[bot]@users.noreply.github.com",
+        "noreply@github.com",
+        "action@github.com",
+        "renovate-bot",
+        "ci_bot@acme.example",
+        "Renovate Bot",
+        "web-flow",
+    ] {
+        assert!(is_bot(bot), "{bot}");
+    }
+    for person in [
+        "alice",
+        "Alice Abbot",
+        "robot-arm@acme.example",
+        "123+copilotfan@users.noreply.github.com",
+        "bob@example.com",
+    ] {
+        assert!(!is_bot(person), "{person}");
+    }
+}
+
+#[test]
 fn noreply_addresses_name_their_login() {
     assert_eq!(
         noreply_login("123+alice@users.noreply.github.com"),

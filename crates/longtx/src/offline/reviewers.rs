@@ -74,14 +74,13 @@ pub fn print_reviewers(config: &Config, args: ReviewersArgs<'_>) -> anyhow::Resu
         let options = HistoryOptions::new(as_of, reviews.history_days);
         let people = gather::history(&repo, args.rev, &files, &options, MAX_HISTORY_FILES)
             .context("reading history")?;
-        facts.history = people
-            .iter()
-            .map(|person| Candidate {
-                reviewer: Reviewer::User(
-                    configured_login(&person.email, &logins)
-                        .unwrap_or_else(|| person.email.clone()),
-                ),
-                reason: history_reason(person, reviews.history_days),
+        // As in the service, one person under several emails is scored once
+        // (offline, only noreply addresses and LONGTX_AUTHOR_LOGINS name them).
+        facts.history = longtx_git::merge_people(people, |p| configured_login(&p.email, &logins))
+            .into_iter()
+            .map(|(login, person)| Candidate {
+                reason: history_reason(&person, reviews.history_days),
+                reviewer: Reviewer::User(login.unwrap_or_else(|| person.email.clone())),
                 score: person.score,
             })
             .collect();
