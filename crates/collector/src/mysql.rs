@@ -15,7 +15,15 @@ const MDL_INSTRUMENT: &str = "wait/lock/metadata/sql/mdl";
 /// progress. A thread's current or last statement comes from
 /// `events_statements_current`, else from `innodb_trx.trx_query` (which
 /// is empty while the transaction sits idle).
-const HOLDERS_SQL: &str = "SELECT \
+///
+/// `STRAIGHT_JOIN` fixes the join order: locks, their threads, the
+/// transactions, the statements. Left free, MariaDB 10.11 starts from
+/// `innodb_trx` and joins it to `metadata_locks` with no condition between
+/// them once `threads` has grown past ~768 rows (its estimate follows
+/// performance_schema's allocated size, not the rows): 9 s a poll at 1,000
+/// sessions and 300 holders, against 4 ms in this order (`collector-bench`).
+/// Longest first, so the `LIMIT` keeps the holders that matter.
+const HOLDERS_SQL: &str = "SELECT STRAIGHT_JOIN \
     CAST(CASE WHEN ml.OBJECT_NAME LIKE '#sql-%' THEN ? ELSE ml.OBJECT_NAME END AS CHAR) AS table_name, \
     CAST(COALESCE(esc.SQL_TEXT, it.trx_query, '') AS CHAR) AS statement, \
     CAST(TIMESTAMPDIFF(SECOND, it.trx_started, NOW()) AS SIGNED) AS seconds \
@@ -25,7 +33,7 @@ const HOLDERS_SQL: &str = "SELECT \
   LEFT JOIN performance_schema.events_statements_current esc ON th.THREAD_ID = esc.THREAD_ID \
   WHERE ml.OBJECT_TYPE = 'TABLE' AND ml.LOCK_STATUS = 'GRANTED' \
     AND ml.OBJECT_SCHEMA NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys') \
-  LIMIT 10000";
+  ORDER BY seconds DESC LIMIT 10000";
 
 pub struct MySql {
     conn: MySqlConnection,
@@ -63,11 +71,19 @@ impl MySql {
         } else {
             format!("SET SESSION max_execution_time = {}", timeout.as_millis())
         };
-        for statement in [
+        let mut setup = vec![
             limit.as_str(),
             "SET SESSION TRANSACTION READ ONLY",
             "SET SESSION lock_wait_timeout = 5",
-        ] {
+        ];
+        if mariadb {
+            // Hash joins (BNLH) for these tables, which have no indexes; the
+            // default level allows only block nested loops, which cost
+            // holders x threads comparisons. MySQL 8 has no such variable
+            // (it hash-joins by itself since 8.0.20).
+            setup.push("SET SESSION join_cache_level = 4");
+        }
+        for statement in setup {
             sqlx::query(statement).execute(&mut conn).await?;
         }
         let mut this = MySql { conn, mariadb };
