@@ -16,6 +16,7 @@ pub mod github_events;
 pub mod glob;
 pub mod ignore_list;
 pub mod job;
+pub mod json_text;
 pub mod policy;
 pub mod pre_review;
 pub mod query_logs;

@@ -37,6 +37,19 @@ pub async fn list_jobs(
         .map(str::parse::<JobState>)
         .transpose()
         .map_err(|e| ApiError::bad_request("invalid_state", e.to_string()))?;
+    if let Some(bad) = params
+        .query_source
+        .as_deref()
+        .filter(|s| s.chars().any(char::is_control))
+    {
+        return Err(ApiError::bad_request(
+            "invalid_query_source",
+            format!(
+                "query_source holds control characters ({} bytes)",
+                bad.len()
+            ),
+        ));
+    }
     let limit = params.limit.unwrap_or(50).clamp(1, 500);
     let jobs = state
         .store

@@ -49,6 +49,18 @@ pub async fn dashboard(
             )
         }
     };
+    if params
+        .query_source
+        .as_deref()
+        .is_some_and(|s| s.chars().any(char::is_control))
+    {
+        return page_error(
+            &state,
+            StatusCode::BAD_REQUEST,
+            "Bad request",
+            "query_source holds control characters",
+        );
+    }
     let sources_page = params.sources_page.unwrap_or(0).clamp(0, 10_000);
     let query = DashboardQuery {
         days: DAYS as i32,

@@ -145,13 +145,16 @@ pub async fn receive(
         ));
     };
     let body = body.map_err(|rejection| {
-        let status = rejection.status();
-        let error = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            "body_too_large"
+        let text = rejection.body_text();
+        let (status, error) = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            (StatusCode::PAYLOAD_TOO_LARGE, "body_too_large")
+        } else if text.contains("timeout") {
+            // The body did not arrive within the server's body timeout.
+            (StatusCode::REQUEST_TIMEOUT, "body_timeout")
         } else {
-            "unreadable_body"
+            (rejection.status(), "unreadable_body")
         };
-        ApiError::new(status, error, rejection.body_text())
+        ApiError::new(status, error, text)
     })?;
     webhook.verify(&headers, &body)?;
     let header = |name: &str| {
@@ -252,6 +255,7 @@ async fn pull_request(
             ));
         }
         Correlation::Suspicious(why) => {
+            let why = longtx_store::one_line(&why);
             tracing::warn!(pr = pr.number, %why, "PR names a longtx job but cannot be trusted; nothing done");
             state
                 .store

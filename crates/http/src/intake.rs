@@ -29,6 +29,16 @@ pub async fn datadog(
     receive(state, AlertOrigin::Datadog, headers, body).await
 }
 
+/// Alerts one request may carry; more is 413 (Alertmanager's `max_alerts`
+/// keeps real batches far below: the shipped config says 100).
+pub const MAX_ALERTS_PER_REQUEST: usize = 10_000;
+/// Results echoed back one by one; the rest are only counted.
+pub const MAX_ECHOED_RESULTS: usize = 1_000;
+/// Alerts logged one line each; past this, one summary line.
+const MAX_LOGGED_ALERTS: usize = 100;
+/// Rejected alerts named in `detail`.
+const MAX_NAMED_REJECTIONS: usize = 20;
+
 #[derive(Debug, Serialize)]
 struct IntakeResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -36,6 +46,13 @@ struct IntakeResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     detail: Option<String>,
     results: Vec<AlertResult>,
+    /// Results past [`MAX_ECHOED_RESULTS`], left out of `results`.
+    #[serde(skip_serializing_if = "is_zero")]
+    results_omitted: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Serialize)]
@@ -57,14 +74,31 @@ async fn receive(
     state.auth.check(&headers)?;
     require_json(&headers)?;
     let body = body.map_err(|rejection| {
-        let status = rejection.status();
-        let error = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            "body_too_large"
+        let text = rejection.body_text();
+        let (status, error) = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            (StatusCode::PAYLOAD_TOO_LARGE, "body_too_large")
+        } else if text.contains("timeout") {
+            // The body did not arrive within the server's body timeout.
+            (StatusCode::REQUEST_TIMEOUT, "body_timeout")
         } else {
-            "unreadable_body"
+            (rejection.status(), "unreadable_body")
         };
-        ApiError::new(status, error, rejection.body_text())
+        ApiError::new(status, error, text)
     })?;
+    // Checked before any parser recurses: PostgreSQL's parser, and serde's,
+    // fail on deep nesting in ways that are not the sender's to read.
+    if longtx_core::json_text::depth(&body, longtx_core::json_text::MAX_DEPTH)
+        > longtx_core::json_text::MAX_DEPTH
+    {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "too_deep",
+            format!(
+                "the body nests deeper than {} levels",
+                longtx_core::json_text::MAX_DEPTH
+            ),
+        ));
+    }
     let (received, truncated) = parse(origin, &body)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", e.to_string()))?;
     if truncated > 0 {
@@ -79,6 +113,16 @@ async fn receive(
         );
     }
 
+    if received.len() > MAX_ALERTS_PER_REQUEST {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_many_alerts",
+            format!(
+                "{} alerts in one request, at most {MAX_ALERTS_PER_REQUEST}: lower the webhook's max_alerts",
+                received.len()
+            ),
+        ));
+    }
     let ignore = state.ignore_list();
     let records: Vec<IntakeRecord> = received
         .iter()
@@ -161,7 +205,10 @@ fn to_record(
     policy: &IntakePolicy,
     ignore: &IgnoreList,
 ) -> IntakeRecord {
-    let raw_payload = received.raw.get().to_owned();
+    // Valid JSON that `jsonb` would refuse (`\u0000`, lone surrogates) is
+    // kept with those escapes made visible text (json_text::storable).
+    let raw = received.raw.get();
+    let raw_payload = longtx_core::json_text::storable(raw).unwrap_or_else(|| raw.to_owned());
     match &received.parsed {
         Err(err) => IntakeRecord {
             origin,
@@ -206,17 +253,21 @@ fn respond(
     records: &[IntakeRecord],
     outcomes: Vec<RecordedOutcome>,
 ) -> Response {
-    let results: Vec<AlertResult> = records
+    let total = records.len();
+    let mut results: Vec<AlertResult> = records
         .iter()
         .zip(outcomes)
-        .map(|(record, outcome)| {
-            tracing::info!(
-                origin = origin.as_str(),
-                query_source = record.query_source.as_deref().unwrap_or(""),
-                job_id = outcome.job_id,
-                outcome = outcome.outcome.as_str(),
-                "alert received"
-            );
+        .enumerate()
+        .map(|(i, (record, outcome))| {
+            if i < MAX_LOGGED_ALERTS {
+                tracing::info!(
+                    origin = origin.as_str(),
+                    query_source = record.query_source.as_deref().unwrap_or(""),
+                    job_id = outcome.job_id,
+                    outcome = outcome.outcome.as_str(),
+                    "alert received"
+                );
+            }
             AlertResult {
                 query_source: record.query_source.clone(),
                 outcome: outcome.outcome,
@@ -225,58 +276,71 @@ fn respond(
             }
         })
         .collect();
-    let rejected: Vec<String> = results
+    if total > MAX_LOGGED_ALERTS {
+        tracing::info!(
+            origin = origin.as_str(),
+            alerts = total,
+            "a large batch received (the first {MAX_LOGGED_ALERTS} alerts logged one by one)"
+        );
+    }
+    let rejected: Vec<usize> = results
         .iter()
         .enumerate()
         .filter(|(_, r)| r.outcome == Outcome::Rejected)
-        .map(|(i, r)| {
-            longtx_metrics::inc(
-                "longtx_alerts_rejected_total",
-                "Unusable alerts (no query_source, a bad value), by origin.",
-                &[("origin", origin.as_str())],
-            );
-            format!("alerts[{i}]: {}", r.detail.as_deref().unwrap_or("rejected"))
-        })
+        .map(|(i, _)| i)
         .collect();
-    if rejected.is_empty() {
-        return (
-            StatusCode::OK,
-            Json(IntakeResponse {
-                error: None,
-                detail: None,
-                results,
-            }),
-        )
-            .into_response();
+    for _ in &rejected {
+        longtx_metrics::inc(
+            "longtx_alerts_rejected_total",
+            "Unusable alerts (no query_source, a bad value), by origin.",
+            &[("origin", origin.as_str())],
+        );
     }
-    let detail = format!(
-        "{} of {} alerts rejected, the others were recorded: {}",
-        rejected.len(),
-        results.len(),
-        rejected.join("; ")
-    );
-    tracing::warn!(origin = origin.as_str(), %detail, "alerts rejected");
+    let omitted = total.saturating_sub(MAX_ECHOED_RESULTS);
+    let detail = (!rejected.is_empty()).then(|| {
+        let named: Vec<String> = rejected
+            .iter()
+            .take(MAX_NAMED_REJECTIONS)
+            .map(|&i| {
+                format!(
+                    "alerts[{i}]: {}",
+                    results[i].detail.as_deref().unwrap_or("rejected")
+                )
+            })
+            .collect();
+        let more = rejected.len().saturating_sub(MAX_NAMED_REJECTIONS);
+        format!(
+            "{} of {total} alerts rejected, the others were recorded: {}{}",
+            rejected.len(),
+            named.join("; "),
+            if more > 0 {
+                format!("; and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    });
+    results.truncate(MAX_ECHOED_RESULTS);
+    if let Some(detail) = &detail {
+        tracing::warn!(origin = origin.as_str(), %detail, "alerts rejected");
+    }
     // One usable alert makes the delivery a success: Alertmanager counts
     // any non-2xx as a failed notification (and kube-prometheus alerts on
     // it), though the usable alerts were recorded. Only a batch with
     // nothing usable is refused.
-    if rejected.len() < results.len() {
-        return (
-            StatusCode::OK,
-            Json(IntakeResponse {
-                error: None,
-                detail: Some(detail),
-                results,
-            }),
-        )
-            .into_response();
-    }
+    let all_rejected = !rejected.is_empty() && rejected.len() == total;
+    let status = if all_rejected {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
     (
-        StatusCode::UNPROCESSABLE_ENTITY,
+        status,
         Json(IntakeResponse {
-            error: Some("invalid_alert"),
-            detail: Some(detail),
+            error: all_rejected.then_some("invalid_alert"),
+            detail,
             results,
+            results_omitted: omitted,
         }),
     )
         .into_response()

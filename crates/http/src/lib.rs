@@ -10,11 +10,13 @@ mod github;
 mod intake;
 mod metrics;
 mod pre_review;
+mod server;
 mod state;
 
 pub use auth::{DashboardAuth, WebhookAuth};
 pub use error::ApiError;
 pub use github::{GitHubWebhook, MAX_GITHUB_BODY_BYTES};
+pub use server::{serve, ServerLimits};
 pub use state::{AppState, DispatchInfo, ExtraGauges};
 
 use axum::extract::DefaultBodyLimit;

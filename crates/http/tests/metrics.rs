@@ -75,8 +75,14 @@ async fn metrics_parse_and_count_alerts_jobs_dispatches_and_github_calls() {
     fire(&app, "Metrics::SyncWorker", 150.0).await;
     fire(&app, "Metrics::SyncWorker", 170.0).await;
     fire(&app, "Metrics::QuickWorker", 3.0).await;
+    // The run exists on GitHub a moment before longtx records it.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while github.runs().is_empty() && Instant::now() < deadline {
+    loop {
+        let (_, jobs) = app.get_json("/api/jobs?state=agent_running").await;
+        let recorded = jobs["jobs"].as_array().is_some_and(|j| !j.is_empty());
+        if (recorded && !github.runs().is_empty()) || Instant::now() > deadline {
+            break;
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 

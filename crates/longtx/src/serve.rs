@@ -72,9 +72,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let roll_up = tokio::spawn(roll_up_alerts(db.store.clone()));
 
     tracing::info!(listen = %config.listen, auth = config.webhook_token.is_some(), "longtx is serving");
-    let served = axum::serve(listener, longtx_http::router(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await;
+    let served = longtx_http::serve(
+        listener,
+        longtx_http::router(state),
+        longtx_http::ServerLimits::default(),
+        shutdown_signal(),
+    )
+    .await;
     retention.abort();
     roll_up.abort();
     tracing::info!("in-flight requests finished; shutting down");

@@ -5,6 +5,7 @@ use crate::{Store, StoreError};
 use longtx_core::query_source::canonical;
 use longtx_core::{AlertOrigin, Outcome};
 use sqlx::{PgConnection, Row};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// One received alert, as the intake hands it to the store.
@@ -43,30 +44,36 @@ pub struct RecordedOutcome {
 const MAX_LINKS_PER_JOB: i32 = 20;
 const MAX_TABLES_PER_JOB: i32 = 50;
 
+/// Distinct sources one request may create or join jobs for; the alerts of
+/// further sources are recorded `rejected` (Alertmanager sends them again
+/// at the group's next `repeat_interval`). A real batch holds one group's
+/// alerts: one source, a few tables.
+pub const MAX_SOURCES_PER_REQUEST: usize = 500;
+
 /// Joins the active job of the source, or creates one unless a job of that
-/// source ended less than `cooldown` ago, and appends the alert event: one
-/// statement, so a lone alert costs one round trip and is atomic without an
-/// explicit transaction. The partial unique index makes the insert-or-update
-/// atomic across concurrent requests and replicas.
+/// source ended less than `cooldown` ago: one statement per source of the
+/// batch (its alerts folded in memory first), atomic across concurrent
+/// requests and replicas through the partial unique index on `source_key`.
+/// The audit rows are written afterwards, for the whole batch at once.
 const ENQUEUE_SQL: &str = r#"
 WITH cooling AS (
     SELECT id FROM jobs
-    WHERE source_key = $11
+    WHERE source_key = $9
       AND ended_at > now() - make_interval(secs => $5::float8)
       AND NOT EXISTS (
           SELECT 1 FROM jobs active
-          WHERE active.source_key = $11
+          WHERE active.source_key = $9
             AND active.state IN ('queued', 'dispatching', 'agent_running', 'pre_review', 'in_review'))
     ORDER BY ended_at DESC
     LIMIT 1
 ),
 upsert AS (
-    INSERT INTO jobs (query_source, tables, max_duration_seconds, alert_links)
-    SELECT $1::text, COALESCE($2::text[], '{}'), $3::float8, COALESCE($4::text[], '{}')
+    INSERT INTO jobs (query_source, tables, max_duration_seconds, alert_links, alert_count)
+    SELECT $1::text, COALESCE($2::text[], '{}'), $3::float8, COALESCE($4::text[], '{}'), $8::int
     WHERE NOT EXISTS (SELECT 1 FROM cooling)
     ON CONFLICT (source_key) WHERE state IN ('queued', 'dispatching', 'agent_running', 'pre_review', 'in_review')
     DO UPDATE SET
-        alert_count = jobs.alert_count + 1,
+        alert_count = jobs.alert_count + $8::int,
         -- The most informative form wins: a form that is its own key
         -- (Datadog's, lowercased and flattened) gives way to one that is not.
         query_source = CASE
@@ -75,30 +82,20 @@ upsert AS (
         max_duration_seconds = GREATEST(jobs.max_duration_seconds, EXCLUDED.max_duration_seconds),
         tables = CASE
             WHEN EXCLUDED.tables <@ jobs.tables OR cardinality(jobs.tables) >= $6::int THEN jobs.tables
-            ELSE ARRAY(SELECT DISTINCT t FROM unnest(jobs.tables || EXCLUDED.tables) AS t ORDER BY t)
+            ELSE ARRAY(SELECT DISTINCT t FROM unnest(jobs.tables || EXCLUDED.tables) AS t ORDER BY t LIMIT $6::int)
         END,
         alert_links = CASE
             WHEN EXCLUDED.alert_links <@ jobs.alert_links OR cardinality(jobs.alert_links) >= $7::int THEN jobs.alert_links
-            ELSE jobs.alert_links || EXCLUDED.alert_links
+            ELSE (jobs.alert_links || EXCLUDED.alert_links)[1:$7::int]
         END,
         first_seen_at = LEAST(jobs.first_seen_at, EXCLUDED.first_seen_at),
         last_seen_at = GREATEST(jobs.last_seen_at, EXCLUDED.last_seen_at),
         updated_at = now()
     RETURNING id, (xmax = 0) AS created
-),
-decided AS (
-    SELECT id, created, NULL::text AS detail FROM upsert
-    UNION ALL
-    SELECT id, false, format('job %s for this source ended less than the cooldown ago', id) FROM cooling
-),
-event AS (
-    INSERT INTO alert_events
-        (origin, query_source, table_name, duration_seconds, outcome, detail, job_id, raw_payload)
-    SELECT $8::text, $1::text, $9::text, $3::float8,
-           CASE WHEN created THEN 'created' ELSE 'deduped' END, detail, id, $10::jsonb
-    FROM decided
 )
-SELECT id, created, detail FROM decided
+SELECT id, created, NULL::text AS detail FROM upsert
+UNION ALL
+SELECT id, false, format('job %s for this source ended less than the cooldown ago', id) FROM cooling
 "#;
 
 const INSERT_EVENTS_SQL: &str = r#"
@@ -110,10 +107,10 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::te
 "#;
 
 impl Store {
-    /// Records a batch atomically. A lone alert is one statement; a batch is
-    /// one short transaction in which enqueues run in `query_source` order,
-    /// so that two concurrent batches naming the same sources lock their
-    /// rows in the same order and cannot deadlock.
+    /// Records a batch atomically, in one short transaction on one
+    /// connection: one upsert per distinct source (in key order, so two
+    /// concurrent batches lock job rows in the same order and cannot
+    /// deadlock), then every alert's audit row in one statement.
     pub async fn record_alerts(
         &self,
         records: &[IntakeRecord],
@@ -130,89 +127,110 @@ impl Store {
                 IntakeAction::Enqueue => None,
             })
             .collect();
-        let mut enqueue_order: Vec<usize> = (0..records.len())
-            .filter(|&i| records[i].action == IntakeAction::Enqueue)
-            .collect();
-        // By key, the order rows are locked in (two forms of one source
-        // lock the same row).
-        enqueue_order.sort_by_cached_key(|&i| records[i].query_source.as_deref().map(canonical));
-        let known: Vec<usize> = (0..records.len())
-            .filter(|&i| outcomes[i].is_some())
-            .collect();
-
-        if records.len() == 1 {
-            let mut conn = self.acquire().await?;
-            match enqueue_order.first() {
-                Some(&i) => outcomes[i] = Some(enqueue(&mut conn, &records[i], cooldown).await?),
-                None => insert_known_events(&mut conn, records, &outcomes, &known).await?,
+        // The alerts of one source, by key (two spellings of a source meet).
+        let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, record) in records.iter().enumerate() {
+            if record.action == IntakeAction::Enqueue {
+                let source = record
+                    .query_source
+                    .as_deref()
+                    .expect("an enqueued alert has a validated query_source");
+                groups.entry(canonical(source)).or_default().push(i);
             }
-        } else if !records.is_empty() {
-            let mut tx = self.begin().await?;
-            for &i in &enqueue_order {
-                outcomes[i] = Some(enqueue(&mut tx, &records[i], cooldown).await?);
-            }
-            insert_known_events(&mut tx, records, &outcomes, &known).await?;
-            tx.commit().await?;
         }
-        Ok(outcomes
+        for indices in groups.values().skip(MAX_SOURCES_PER_REQUEST) {
+            for &i in indices {
+                outcomes[i] = Some(RecordedOutcome {
+                    outcome: Outcome::Rejected,
+                    job_id: None,
+                    detail: Some(format!(
+                        "more than {MAX_SOURCES_PER_REQUEST} sources in one request; sent again at the next repeat"
+                    )),
+                });
+            }
+        }
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut tx = self.begin().await?;
+        for indices in groups.values().take(MAX_SOURCES_PER_REQUEST) {
+            let (job_id, created, detail) = enqueue(&mut tx, records, indices, cooldown).await?;
+            for (n, &i) in indices.iter().enumerate() {
+                outcomes[i] = Some(RecordedOutcome {
+                    outcome: if created && n == 0 {
+                        Outcome::Created
+                    } else {
+                        Outcome::Deduped
+                    },
+                    job_id: Some(job_id),
+                    detail: detail.clone(),
+                });
+            }
+        }
+        let outcomes: Vec<RecordedOutcome> = outcomes
             .into_iter()
             .map(|o| o.expect("every record has an outcome"))
-            .collect())
+            .collect();
+        insert_events(&mut tx, records, &outcomes).await?;
+        tx.commit().await?;
+        Ok(outcomes)
     }
 }
 
+/// One source's alerts folded into one upsert: (job, created, why not).
 async fn enqueue(
     conn: &mut PgConnection,
-    record: &IntakeRecord,
+    records: &[IntakeRecord],
+    indices: &[usize],
     cooldown: Duration,
-) -> Result<RecordedOutcome, StoreError> {
-    let source = record
-        .query_source
-        .as_deref()
-        .expect("an enqueued alert has a validated query_source");
-    let tables: Option<Vec<String>> = record.table.clone().map(|t| vec![t]);
-    let links: Option<Vec<String>> = record.link.clone().map(|l| vec![l]);
+) -> Result<(i64, bool, Option<String>), StoreError> {
+    let group: Vec<&IntakeRecord> = indices.iter().map(|&i| &records[i]).collect();
+    // The richest spelling names a new job: one that is not its own key.
+    let display = group
+        .iter()
+        .filter_map(|r| r.query_source.as_deref())
+        .max_by_key(|s| canonical(s) != *s)
+        .expect("a group has a source");
+    let mut tables: Vec<String> = group.iter().filter_map(|r| r.table.clone()).collect();
+    tables.sort();
+    tables.dedup();
+    tables.truncate(MAX_TABLES_PER_JOB as usize);
+    let mut links: Vec<String> = Vec::new();
+    for link in group.iter().filter_map(|r| r.link.clone()) {
+        if !links.contains(&link) && links.len() < MAX_LINKS_PER_JOB as usize {
+            links.push(link);
+        }
+    }
+    let longest = group
+        .iter()
+        .filter_map(|r| r.duration_seconds)
+        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))));
     let row = sqlx::query(ENQUEUE_SQL)
-        .bind(source)
-        .bind(tables)
-        .bind(record.duration_seconds)
-        .bind(links)
+        .bind(display)
+        .bind((!tables.is_empty()).then_some(tables))
+        .bind(longest)
+        .bind((!links.is_empty()).then_some(links))
         .bind(cooldown.as_secs_f64())
         .bind(MAX_TABLES_PER_JOB)
         .bind(MAX_LINKS_PER_JOB)
-        .bind(record.origin.as_str())
-        .bind(record.table.as_deref())
-        .bind(&record.raw_payload)
-        .bind(canonical(source))
+        .bind(group.len() as i32)
+        .bind(canonical(display))
         .fetch_one(&mut *conn)
         .await?;
-    let created: bool = row.try_get("created")?;
-    Ok(RecordedOutcome {
-        outcome: if created {
-            Outcome::Created
-        } else {
-            Outcome::Deduped
-        },
-        job_id: Some(row.try_get("id")?),
-        detail: row.try_get("detail")?,
-    })
+    Ok((
+        row.try_get("id")?,
+        row.try_get("created")?,
+        row.try_get("detail")?,
+    ))
 }
 
-/// The audit rows of alerts whose outcome was known without a job.
-async fn insert_known_events(
+/// Every alert's audit row, in one statement.
+async fn insert_events(
     conn: &mut PgConnection,
     records: &[IntakeRecord],
-    outcomes: &[Option<RecordedOutcome>],
-    known: &[usize],
+    outcomes: &[RecordedOutcome],
 ) -> Result<(), StoreError> {
-    if known.is_empty() {
-        return Ok(());
-    }
-    let rows = || {
-        known
-            .iter()
-            .map(|&i| (&records[i], outcomes[i].as_ref().expect("known outcome")))
-    };
+    let rows = || records.iter().zip(outcomes);
     sqlx::query(INSERT_EVENTS_SQL)
         .bind(rows().map(|(r, _)| r.origin.as_str()).collect::<Vec<_>>())
         .bind(

@@ -74,6 +74,13 @@ impl Applied {
     }
 }
 
+/// Control characters (NUL included) as spaces: storable and loggable.
+pub fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 /// A job whose reviewers are to be asked, as claimed by the worker.
 #[derive(Debug, Clone)]
 pub struct ReviewClaim {
@@ -98,14 +105,17 @@ impl Store {
         gate: ReviewGate,
         detail: &str,
     ) -> Result<Applied, StoreError> {
+        // Everything here came from a signed but arbitrary body: PostgreSQL
+        // refuses NUL in text, and logs should not carry control bytes.
+        let action = delivery.action.map(one_line);
         let mut tx = self.begin().await?;
         let inserted = sqlx::query(
             "INSERT INTO github_deliveries (delivery_id, event, action, job_id, outcome) \
              VALUES ($1, $2, $3, NULL, 'processing') ON CONFLICT DO NOTHING",
         )
-        .bind(delivery.id)
-        .bind(delivery.event)
-        .bind(delivery.action)
+        .bind(one_line(delivery.id))
+        .bind(one_line(delivery.event))
+        .bind(action)
         .execute(&mut *tx)
         .await?
         .rows_affected();
@@ -124,13 +134,13 @@ impl Store {
         let outcome = if detail.is_empty() {
             outcome
         } else {
-            format!("{outcome}: {detail}")
+            format!("{outcome}: {}", one_line(detail))
         };
         let job_ref = job_id.filter(|_| applied != Applied::UnknownJob);
         sqlx::query(
             "UPDATE github_deliveries SET outcome = $2, job_id = $3 WHERE delivery_id = $1",
         )
-        .bind(delivery.id)
+        .bind(one_line(delivery.id))
         .bind(outcome)
         .bind(job_ref)
         .execute(&mut *tx)

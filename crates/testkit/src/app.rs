@@ -39,6 +39,7 @@ pub struct TestAppBuilder {
         longtx_pipeline::PrOpenSettings,
         longtx_github::OctocrabGitHub,
     )>,
+    server_limits: longtx_http::ServerLimits,
 }
 
 impl TestAppBuilder {
@@ -93,6 +94,12 @@ impl TestAppBuilder {
         github: longtx_github::OctocrabGitHub,
     ) -> Self {
         self.wontfix = Some((settings, github));
+        self
+    }
+
+    /// The server's timeouts and connection cap (the service's by default).
+    pub fn server_limits(mut self, limits: longtx_http::ServerLimits) -> Self {
+        self.server_limits = limits;
         self
     }
 
@@ -239,13 +246,13 @@ impl TestAppBuilder {
             .expect("binding a loopback port");
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let limits = self.server_limits;
         let server = tokio::spawn(async move {
-            axum::serve(listener, longtx_http::router(state))
-                .with_graceful_shutdown(async {
-                    stopped.await.ok();
-                })
-                .await
-                .expect("serving");
+            longtx_http::serve(listener, longtx_http::router(state), limits, async {
+                stopped.await.ok();
+            })
+            .await
+            .expect("serving");
         });
         TestApp {
             base_url: format!("http://{addr}"),
@@ -285,6 +292,7 @@ impl TestApp {
             reviewer: None,
             wontfix: None,
             pr_opener: None,
+            server_limits: longtx_http::ServerLimits::default(),
         }
     }
 

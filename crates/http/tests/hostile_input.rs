@@ -1,0 +1,186 @@
+//! The hostile set (a fixture corpus: NULs and lone surrogates anywhere,
+//! deep nesting, invisible characters, malformed and oversized batches)
+//! through the real server: never a 5xx, the clean alerts of a mixed batch
+//! recorded, and the service still answers. Then clients that stall.
+
+use longtx_http::ServerLimits;
+use longtx_testkit::{sqlx, TestApp};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+#[derive(serde::Deserialize)]
+struct Case {
+    name: String,
+    path: String,
+    content_type: String,
+    body: String,
+    clean_sources: Vec<String>,
+}
+
+#[tokio::test]
+async fn the_hostile_corpus_gets_4xx_or_2xx_and_clean_alerts_are_kept() {
+    let app = TestApp::spawn().await;
+    let corpus: Vec<Case> = serde_json::from_str(
+        &std::fs::read_to_string(longtx_testkit::fixture("hostile/corpus.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(corpus.len() >= 15);
+    let mut pool = app.db.connect().await;
+    for case in &corpus {
+        let started = Instant::now();
+        let response = app
+            .client
+            .post(app.url(&case.path))
+            .header("content-type", &case.content_type)
+            .body(case.body.clone())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let status = response.status();
+        let body = response.text().await.unwrap();
+        assert!(
+            status.is_success() || status.is_client_error(),
+            "{}: {status} {}",
+            case.name,
+            &body[..body.len().min(300)]
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{}: took {:?}",
+            case.name,
+            started.elapsed()
+        );
+        assert!(
+            body.len() < 512 * 1024,
+            "{}: a {} byte answer",
+            case.name,
+            body.len()
+        );
+        if status.is_client_error() {
+            let error: Value =
+                serde_json::from_str(&body).unwrap_or_else(|_| panic!("{}: {body}", case.name));
+            assert!(error["error"].is_string(), "{}: {body}", case.name);
+        }
+        for source in &case.clean_sources {
+            let found: Option<i64> =
+                sqlx::query_scalar("SELECT id FROM jobs WHERE query_source = $1")
+                    .bind(source)
+                    .fetch_optional(&mut pool)
+                    .await
+                    .unwrap();
+            assert!(
+                found.is_some(),
+                "{}: the clean alert {source} was lost",
+                case.name
+            );
+        }
+    }
+    // Stored as received, NUL and lone surrogates made visible text.
+    let kept: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM alert_events WHERE raw_payload::text LIKE '%\\\\u0000%' OR raw_payload::text LIKE '%\\\\ud800%'",
+    )
+    .fetch_one(&mut pool)
+    .await
+    .unwrap();
+    assert!(kept >= 2, "{kept}");
+    for path in [
+        "/api/jobs?query_source=%00",
+        "/?query_source=%00",
+        "/api/jobs?query_source=a%0Ab",
+    ] {
+        let response = app.client.get(app.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), 400, "{path}");
+    }
+    let health = app.client.get(app.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200, "still answering");
+}
+
+#[tokio::test]
+async fn a_batch_of_a_million_bytes_is_recorded_at_once_and_echoed_within_bounds() {
+    let app = TestApp::spawn().await;
+    let alerts: Vec<Value> = (0..3000)
+        .map(|i| {
+            serde_json::json!({"status": "firing", "labels": {"query_source": format!("Big{}::Worker", i % 40), "table": format!("t{}", i % 7)},
+                               "annotations": {"value": "150", "summary": "x".repeat(200)}})
+        })
+        .collect();
+    let body = serde_json::json!({"version": "4", "status": "firing", "alerts": alerts});
+    let response = app.post_json("/webhooks/alertmanager", &body).await;
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["results"].as_array().unwrap().len(), 1000);
+    assert_eq!(answer["results_omitted"], 2000);
+    let mut conn = app.db.connect().await;
+    let (jobs, alerts): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM jobs), (SELECT sum(alert_count) FROM jobs)::int8",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        (jobs, alerts),
+        (40, 3000),
+        "one job per source, every alert counted"
+    );
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM alert_events")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(events, 3000);
+    let too_many =
+        serde_json::json!({"version": "4", "alerts": vec![serde_json::json!({}); 10_001]});
+    let response = app.post_json("/webhooks/alertmanager", &too_many).await;
+    assert_eq!(response.status(), 413);
+}
+
+/// A raw client that sends `bytes` and returns how long the server took to
+/// answer or close.
+fn stall(addr: &str, bytes: &[u8]) -> (Duration, String) {
+    let started = Instant::now();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stream.write_all(bytes).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    (started.elapsed(), answer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_clients_are_cut_off_by_the_timeouts() {
+    let limits = ServerLimits {
+        header_timeout: Duration::from_secs(1),
+        body_timeout: Duration::from_secs(1),
+        max_connections: 64,
+    };
+    let app = TestApp::builder().server_limits(limits).spawn().await;
+    let addr = app.base_url.trim_start_matches("http://").to_owned();
+    let cases: [(&str, &[u8]); 4] = [
+        ("half the headers", b"POST /webhooks/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Ty"),
+        ("headers, half the body", b"POST /webhooks/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"version\":"),
+        ("a Content-Length longer than the body", b"POST /webhooks/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{}"),
+        ("an idle kept-alive connection", b""),
+    ];
+    for (what, bytes) in cases {
+        let addr = addr.clone();
+        let bytes = bytes.to_vec();
+        let (took, answer) = tokio::task::spawn_blocking(move || stall(&addr, &bytes))
+            .await
+            .unwrap();
+        assert!(took < Duration::from_secs(5), "{what}: held for {took:?}");
+        if what.contains("body") {
+            assert!(answer.starts_with("HTTP/1.1 408"), "{what}: {answer}");
+        }
+    }
+    assert_eq!(
+        app.client
+            .get(app.url("/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+}
