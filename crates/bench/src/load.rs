@@ -40,6 +40,12 @@ pub struct App {
     base_url: String,
 }
 
+impl App {
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+}
+
 /// Serves the real router on a loopback port, on the calling runtime.
 pub async fn serve(store: Store) -> anyhow::Result<App> {
     let state = longtx_http::AppState::new(

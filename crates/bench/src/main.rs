@@ -10,6 +10,7 @@
 //! It uses `LONGTX_BENCH_DATABASE_URL` when set, else a private cluster with
 //! PostgreSQL's default durability under the temp dir.
 
+mod batch;
 mod load;
 
 use anyhow::Context;
@@ -83,6 +84,35 @@ fn main() -> anyhow::Result<()> {
         "intake-bench: {}s per phase, {} concurrent senders, pool {} connections, fixed rate {}/s",
         settings.seconds, settings.senders, settings.pool, settings.rate
     );
+    for sources in [20, usize::MAX] {
+        let mut times = Vec::new();
+        let mut answer = (0, 0);
+        for _ in 0..3 {
+            let db = server_rt.block_on(TestDatabase::create_on(server.clone()));
+            let store = {
+                let _in_server_runtime = server_rt.enter();
+                db.store(&pool)
+            };
+            let app = server_rt.block_on(load::serve(store.clone()))?;
+            let (body, alerts) = batch::body(sources);
+            let bytes = body.len();
+            let client = reqwest::Client::new();
+            let (took, status) = client_rt.block_on(batch::send(&client, app.base_url(), body));
+            times.push(took);
+            answer = (alerts, bytes);
+            anyhow::ensure!(status == 200, "the 1 MiB batch was answered {status}");
+        }
+        times.sort();
+        println!(
+            "1 MiB batch ({} alerts, {} bytes, {}): median {:.0} ms, max {:.0} ms over {} sends (goal: under 1 s)",
+            answer.0,
+            answer.1,
+            if sources == usize::MAX { "a source per alert, the worst case".to_owned() } else { format!("{sources} sources") },
+            times[times.len() / 2].as_secs_f64() * 1000.0,
+            times[times.len() - 1].as_secs_f64() * 1000.0,
+            times.len()
+        );
+    }
     for load in [load::Load::DedupeHeavy, load::Load::UniqueHeavy] {
         let db = server_rt.block_on(TestDatabase::create_on(server.clone()));
         // The pool spawns its maintenance task on the runtime it is made in.
