@@ -79,9 +79,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         shutdown_signal(),
     )
     .await;
+    // The workers stop before the pool closes, so none of them fails
+    // against a closed pool (their open transactions roll back).
+    longtx_pipeline::stop_workers().await;
     retention.abort();
     roll_up.abort();
-    tracing::info!("in-flight requests finished; shutting down");
+    let _ = (retention.await, roll_up.await);
+    tracing::info!("in-flight requests finished and workers stopped; shutting down");
     db.shutdown().await;
     served.context("serving HTTP")
 }

@@ -49,8 +49,8 @@ pub fn spawn_dispatcher<G: GitHub>(
     store: Store,
     settings: DispatchSettings,
     github: Option<Arc<G>>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+) -> tokio::task::AbortHandle {
+    crate::workers::spawn(async move {
         let dispatcher = Dispatcher {
             store,
             settings: Arc::new(settings),

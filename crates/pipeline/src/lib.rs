@@ -9,6 +9,7 @@ mod pre_review;
 mod prompts;
 mod reviewers;
 mod wontfix;
+mod workers;
 
 pub use dispatch::{fix_inputs, spawn_dispatcher, DispatchSettings};
 pub use ignore::LiveIgnoreList;
@@ -19,4 +20,5 @@ pub use reviewers::{
     comment_marker, configured_login, history_reason, owner_candidates, spawn_reviewer,
     ReviewQueue, ReviewSettings,
 };
+pub use workers::stop_workers;
 pub use wontfix::{spawn_wontfix_worker, WontfixQueue, WontfixSettings};

@@ -70,7 +70,7 @@ pub fn spawn_pr_opener<G: GitHub>(
         wake: queue.wake.clone(),
         default_branch: OnceCell::new(),
     };
-    tokio::spawn(async move { opener.run().await });
+    crate::workers::spawn(async move { opener.run().await });
     queue
 }
 

@@ -54,7 +54,7 @@ pub fn spawn_pre_reviewer<G: GitHub>(
         wake: queue.wake.clone(),
         default_branch: OnceCell::new(),
     };
-    tokio::spawn(async move { worker.run().await });
+    crate::workers::spawn(async move { worker.run().await });
     queue
 }
 

@@ -40,7 +40,7 @@ pub fn spawn_prompt_worker(
 ) -> PromptQueue {
     let (sender, mut receiver) = mpsc::channel::<i64>(QUEUE_DEPTH);
     let sources = Arc::new(sources);
-    tokio::spawn(async move {
+    crate::workers::spawn(async move {
         let mut sweep = tokio::time::interval(SWEEP_EVERY);
         loop {
             tokio::select! {

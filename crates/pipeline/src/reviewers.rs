@@ -77,7 +77,7 @@ pub fn spawn_reviewer<G: GitHub>(
         logins: Arc::new(Mutex::new(HashMap::new())),
         wake: queue.wake.clone(),
     };
-    tokio::spawn(async move { worker.run().await });
+    crate::workers::spawn(async move { worker.run().await });
     queue
 }
 

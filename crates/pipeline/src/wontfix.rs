@@ -72,7 +72,7 @@ pub fn spawn_wontfix_worker<G: GitHub>(
         live,
         queue: queue.clone(),
     };
-    tokio::spawn(async move { worker.run().await });
+    crate::workers::spawn(async move { worker.run().await });
     queue
 }
 
