@@ -204,3 +204,15 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<serde_js
 pub async fn not_found() -> ApiError {
     ApiError::not_found("no such endpoint")
 }
+
+/// A known path with the wrong method: JSON like every other error.
+pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "{method} is not served at {}; webhooks take POST",
+            crate::intake::printable(uri.path(), 200)
+        ),
+    )
+}

@@ -70,6 +70,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(api::readyz))
         .route_layer(axum::middleware::from_fn(count_responses))
         .fallback(api::not_found)
+        .method_not_allowed_fallback(api::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(TraceLayer::new_for_http())
         .with_state(state)

@@ -190,7 +190,7 @@ async fn chromium(url: &str, args: &[String]) -> String {
     )
     .await
     .expect("chromium finished within 90 s")
-    .expect("chromium runs (apt-get install -y chromium; .ci/run does it)");
+    .expect("this test drives the pages in headless Chromium, which is not installed: run `bash scripts/test` (or `apt-get install -y chromium`)");
     std::fs::remove_dir_all(&profile).ok();
     assert!(
         output.status.success(),

@@ -33,10 +33,14 @@ fn parse(text: &str) -> Value {
         .write_all(text.as_bytes())
         .unwrap();
     let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("No module named 'prometheus_client'"),
+        "this test reads /metrics with Prometheus's own parser, and Python's prometheus_client is not installed: run `bash scripts/test` (or `python3 -m pip install prometheus-client`)"
+    );
     assert!(
         output.status.success(),
-        "the parser refused it: {}\n{text}",
-        String::from_utf8_lossy(&output.stderr)
+        "the parser refused it: {stderr}\n{text}"
     );
     serde_json::from_slice(&output.stdout).unwrap()
 }

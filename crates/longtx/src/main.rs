@@ -30,7 +30,14 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the webhook receiver and API.
+    /// Run the webhook receiver, the API, the dashboard and the workers.
+    ///
+    /// Listens on LONGTX_LISTEN (default 127.0.0.1:8080; `listen` in
+    /// longtx.toml), e.g. `LONGTX_LISTEN=0.0.0.0:9000 longtx serve` (a
+    /// non-loopback address needs LONGTX_WEBHOOK_TOKEN). With DATABASE_URL
+    /// unset it runs a private PostgreSQL under LONGTX_DATA_DIR; with no
+    /// GitHub credentials it runs in dry-run mode. `longtx config check`
+    /// shows every setting; README lists them.
     Serve,
     /// Apply database migrations and exit.
     Migrate,
@@ -57,8 +64,8 @@ enum Command {
         /// postgres://user@host:5432/db (PostgreSQL 14+).
         #[arg(long, env = "LONGTX_COLLECT_DSN", hide_env_values = true)]
         dsn: longtx_collector::Dsn,
-        /// Where `/metrics` is served. 9817: 9187, the old default, is
-        /// postgres_exporter's registered port.
+        /// Where `/metrics` is served (9817; 9187, the old default, is
+        /// postgres_exporter's registered port).
         #[arg(long, default_value = "127.0.0.1:9817")]
         listen: std::net::SocketAddr,
         /// How often to poll the database.
@@ -128,6 +135,8 @@ enum Command {
 enum IgnoreCommand {
     /// Append an entry, keeping every existing line and comment.
     Add {
+        /// The source to ignore: a name (`admin/users#update`) or a glob
+        /// (`rake:tmp:*`); compared in the canonical form every sender shares.
         query_source: String,
         /// Why the source is not fixed.
         #[arg(long)]
@@ -138,17 +147,23 @@ enum IgnoreCommand {
         /// Who decided (default $USER).
         #[arg(long)]
         by: Option<String>,
+        /// The ignore list to edit (default LONGTX_IGNORE_LIST, `ignore-list.yaml`).
         #[arg(long)]
         file: Option<PathBuf>,
     },
     /// Exit 0 and print the entry when the source is ignored, exit 1 when not.
     Check {
+        /// The source to look up.
         query_source: String,
+        /// The ignore list to read (default LONGTX_IGNORE_LIST, `ignore-list.yaml`).
         #[arg(long)]
         file: Option<PathBuf>,
     },
     /// Check the file parses, and flag duplicates and entries without a reason.
-    Lint { file: Option<PathBuf> },
+    Lint {
+        /// The ignore list to check (default LONGTX_IGNORE_LIST, `ignore-list.yaml`).
+        file: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -175,8 +190,11 @@ fn main() -> std::process::ExitCode {
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
-            // One clear paragraph for people, also in the log stream.
-            tracing::error!("{err:#}");
+            // One clear paragraph for people; as a JSON log line too when
+            // the logs are machine-read, never twice on a terminal.
+            if std::env::var("LONGTX_LOG_FORMAT").is_ok_and(|f| f == "json") {
+                tracing::error!("{err:#}");
+            }
             eprintln!("longtx: {err:#}");
             std::process::ExitCode::FAILURE
         }
@@ -299,10 +317,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// `LONGTX_LOG` sets the filter (default `info`); `LONGTX_LOG_FORMAT=json`
 /// switches to one JSON object per line.
 fn init_tracing() {
+    // sqlx logs PostgreSQL's notices at info; "relation _sqlx_migrations
+    // already exists, skipping" at every start is not news.
     let filter = tracing_subscriber::EnvFilter::try_from_env("LONGTX_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx::postgres::notice=warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     if std::env::var("LONGTX_LOG_FORMAT").is_ok_and(|f| f == "json") {
         builder.json().init();

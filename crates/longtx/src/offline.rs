@@ -37,6 +37,14 @@ pub fn print_prompt(
     let source =
         QuerySource::parse(query_source).map_err(|e| anyhow::anyhow!("--query-source: {e}"))?;
     let mut sources = config.prompt_sources();
+    if let Some(repo) = &repo {
+        if !repo.is_dir() {
+            bail!(
+                "--repo {}: no such directory (give a checkout of the target repository)",
+                repo.display()
+            );
+        }
+    }
     if repo.is_some() {
         sources.repo = repo;
     }

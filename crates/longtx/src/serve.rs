@@ -106,7 +106,7 @@ async fn start_dispatcher(
     let repo = gh
         .repo
         .as_deref()
-        .unwrap_or("unset/unset")
+        .unwrap_or("<LONGTX_GITHUB_REPO/unset>")
         .parse()
         .map_err(anyhow::Error::msg)?;
     let settings = longtx_pipeline::DispatchSettings {

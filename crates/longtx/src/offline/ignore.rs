@@ -87,10 +87,11 @@ pub fn lint(file: &Path) -> anyhow::Result<()> {
         println!("{}: {problem}", file.display());
     }
     if problems.is_empty() {
+        let n = list.entries().len();
         println!(
-            "{}: {} entries, no problems",
+            "{}: {n} {}, no problems",
             file.display(),
-            list.entries().len()
+            if n == 1 { "entry" } else { "entries" }
         );
         Ok(())
     } else {

@@ -48,6 +48,24 @@ pub fn print_reviewers(config: &Config, args: ReviewersArgs<'_>) -> anyhow::Resu
         })
         .collect();
 
+    // A file that is not at the revision has no owner and no history: say
+    // so rather than answer for a typo.
+    let tip = longtx_git::commit_at(&repo, args.rev)
+        .with_context(|| format!("finding revision {}", args.rev))?;
+    let tree = tip.tree().context("reading the revision's tree")?;
+    let missing: Vec<&str> = files
+        .iter()
+        .map(|f| f.path.as_str())
+        .filter(|path| tree.get_path(std::path::Path::new(path)).is_err())
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "longtx: not in {} at {}: {} (answering for a file that will be added)",
+            args.repo.display(),
+            args.rev,
+            missing.join(", ")
+        );
+    }
     let owned = gather::owners(&repo, args.rev, &files).context("reading CODEOWNERS")?;
     for warning in &owned.warnings {
         eprintln!("warning: {warning}");
