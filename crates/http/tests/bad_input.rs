@@ -253,3 +253,13 @@ async fn unknown_endpoints_and_bad_parameters_are_4xx_json() {
     let (status, _) = app.get_json("/api/jobs/999999").await;
     assert_eq!(status.as_u16(), 404);
 }
+
+#[tokio::test]
+async fn a_wrong_method_on_a_webhook_gets_a_json_error() {
+    let app = TestApp::spawn().await;
+    let response = app.client.get(app.url("/webhooks/alertmanager")).send().await.unwrap();
+    assert_eq!(response.status(), 405);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["error"], "method_not_allowed", "{body}");
+    assert!(body["detail"].as_str().unwrap().contains("POST"), "{body}");
+}

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The PostgreSQL side of the collector bench: a private PostgreSQL with
+N sessions, M of them holding row locks (and so relation locks) in open
+transactions over T tables behind Rails Query Logs comments, the rest idle;
+then the collector's query (HOLDERS_SQL, read from
+crates/collector/src/postgres.rs, so the bench measures what ships) timed
+over --polls polls, and `longtx collect --once` on the same state. Every
+poll must return exactly the tables the holders lock. Exits 1 otherwise.
+
+    python3 deploy/bench/collector-bench-postgres.py --sessions 1000 --holders 300 --tables 200 \\
+        --longtx target/release/longtx
+
+Needs PostgreSQL's server programs and psycopg2 (PyPI psycopg2-binary, or
+Debian's python3-psycopg2). Bounded by --deadline; cleans up after itself.
+"""
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import psycopg2
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def shipped_sql():
+    source = open(os.path.join(HERE, "../../crates/collector/src/postgres.rs")).read()
+    sql = re.search(r'const HOLDERS_SQL: &str = r"(.*?)";', source, re.S).group(1)
+    return sql.replace("%", "%%").replace("$1", "%s")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def as_postgres(cmd):
+    return (["runuser", "-u", "postgres", "--"] + cmd) if os.getuid() == 0 else cmd
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sessions", type=int, default=1000)
+    p.add_argument("--holders", type=int, default=300)
+    p.add_argument("--tables", type=int, default=200)
+    p.add_argument("--polls", type=int, default=20)
+    p.add_argument("--longtx", metavar="BINARY")
+    p.add_argument("--deadline", type=float, default=600.0)
+    args = p.parse_args()
+    signal.signal(signal.SIGALRM, lambda *_: sys.exit("deadline reached"))
+    signal.alarm(int(args.deadline))
+
+    bindir = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
+    work = tempfile.mkdtemp(prefix="longtx-pg-bench.")
+    os.chmod(work, 0o755)
+    data = os.path.join(work, "data")
+    os.mkdir(data)
+    if os.getuid() == 0:
+        shutil.chown(data, "postgres")
+        shutil.chown(work, "postgres")
+    port = free_port()
+    conns = []
+    ok = True
+    try:
+        subprocess.run(as_postgres([f"{bindir}/initdb", "-D", data, "-U", "app", "-A", "trust"]),
+                       check=True, capture_output=True)
+        subprocess.run(as_postgres([f"{bindir}/pg_ctl", "-D", data, "-l", os.path.join(work, "log"), "-w", "-o",
+                                    f"-p {port} -k {work} -c listen_addresses=127.0.0.1 "
+                                    f"-c max_connections={args.sessions + 20} -c shared_buffers=64MB",
+                                    "start"]), check=True, capture_output=True)
+        dsn = dict(host="127.0.0.1", port=port, user="app", dbname="postgres")
+        root = psycopg2.connect(**dsn)
+        root.autocommit = True
+        cur = root.cursor()
+        cur.execute("SELECT version()")
+        version = cur.fetchone()[0].split(" on ")[0]
+        for t in range(args.tables):
+            cur.execute(f"CREATE TABLE t_{t} (id int PRIMARY KEY, v int); INSERT INTO t_{t} VALUES (1, 0)")
+        expected = set()
+        started = time.time()
+        for s in range(args.sessions):
+            c = psycopg2.connect(**dsn)
+            conns.append(c)
+            if s < args.holders:
+                table = f"t_{s % args.tables}"
+                expected.add(table)
+                c.cursor().execute(
+                    f"SELECT * FROM {table} WHERE id = 1 FOR SHARE "
+                    f"/*action='update',namespaced_controller='admin%2Fthings{s % 50}'*/")
+            else:
+                c.autocommit = True
+        print(f"{len(conns)} sessions open ({args.holders} holders) in {time.time() - started:.1f} s",
+              file=sys.stderr)
+        sql = shipped_sql()
+        times = []
+        for _ in range(args.polls):
+            t0 = time.perf_counter()
+            cur.execute(sql, ("ddl_in_progress",))
+            rows = cur.fetchall()
+            times.append(time.perf_counter() - t0)
+            got = {r[0] for r in rows}
+            if got != expected:
+                ok = False
+                print(f"  poll: tables {len(got)} vs {len(expected)} held", file=sys.stderr)
+        print(f"{version}: {args.sessions} sessions, {args.holders} holders, {args.tables} tables, {args.polls} polls")
+        print(f"  longtx's query  median {statistics.median(times) * 1000:8.1f} ms  max {max(times) * 1000:8.1f} ms"
+              f"  (every poll: the {len(expected)} tables held: {'yes' if ok else 'NO'})")
+        if args.longtx:
+            t0 = time.perf_counter()
+            out = subprocess.run([args.longtx, "collect", "--once", "--dsn",
+                                  f"postgres://app@127.0.0.1:{port}/postgres"],
+                                 capture_output=True, text=True, timeout=60)
+            wall = time.perf_counter() - t0
+            tables = set(re.findall(r'^longtx_mdl_holder_max_tx_duration_seconds\{table="([^"]+)"', out.stdout, re.M))
+            poll = re.search(r"^longtx_collector_scrape_duration_seconds (\S+)", out.stdout, re.M)
+            same = out.returncode == 0 and tables == expected
+            ok = ok and same
+            print(f"  longtx collect --once: poll (connect included) "
+                  f"{float(poll.group(1)) * 1000 if poll else float('nan'):.1f} ms, process {wall * 1000:.0f} ms, "
+                  f"{len(tables)} tables ({'the same' if same else 'DIFFERENT: ' + out.stderr[-300:]})")
+    finally:
+        signal.alarm(0)
+        for c in conns:
+            try:
+                c.close()
+            except Exception:
+                pass
+        subprocess.run(as_postgres([f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "stop"]),
+                       capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
