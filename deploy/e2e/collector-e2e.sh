@@ -13,35 +13,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
 
-work=$(mktemp -d /tmp/longtx-e2e.XXXXXX)
-chmod 755 "$work"
-pids=()
-cleanup() {
-    status=$?
-    rm -f "$work/holding"
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    pkill -f -- "$work" 2>/dev/null || true
-    [ -f "$work/pg/postmaster.pid" ] && as_postgres "$pg_bin/pg_ctl" -D "$work/pg" -m immediate stop >/dev/null 2>&1 || true
-    if [ "$status" -ne 0 ]; then
-        echo "e2e: FAILED; logs follow" >&2
-        for log in "$work"/*.log; do echo "--- $log" >&2; tail -n 40 "$log" >&2; done
-    fi
-    rm -rf "$work"
-    exit "$status"
-}
-trap cleanup EXIT
-
-step() { echo "e2e: $*"; }
-port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-# Waits up to $1 seconds for the command after it to succeed.
-wait_for() {
-    local deadline=$((SECONDS + $1)); shift
-    until "$@" >/dev/null 2>&1; do
-        if [ "$SECONDS" -ge "$deadline" ]; then echo "e2e: timed out waiting for: $*" >&2; return 1; fi
-        sleep 0.5
-    done
-}
-as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+name=e2e
+# shellcheck source=deploy/e2e/lib.sh
+source "$repo/deploy/e2e/lib.sh"
 
 my_port=$(port); pg_port=$(port); serve_port=$(port); c1_port=$(port); c2_port=$(port); prom_port=$(port); am_port=$(port)
 token=e2e-token-$RANDOM$RANDOM
@@ -74,7 +48,6 @@ GRANT SELECT ON performance_schema.* TO 'collector'@'127.0.0.1';
 SQL
 
 step "starting PostgreSQL on 127.0.0.1:$pg_port"
-pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 mkdir -p "$work/pg" "$work/pgsock"
 touch "$work/postgres.log"
 if [ "$(id -u)" = 0 ]; then chown postgres "$work/pg" "$work/pgsock" "$work/postgres.log"; fi

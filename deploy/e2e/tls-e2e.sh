@@ -12,32 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
 
-work=$(mktemp -d /tmp/longtx-tls.XXXXXX)
-chmod 755 "$work"
-pids=()
-cleanup() {
-    status=$?
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    [ -f "$work/pg/postmaster.pid" ] && as_postgres "$pg_bin/pg_ctl" -D "$work/pg" -m immediate stop >/dev/null 2>&1 || true
-    if [ "$status" -ne 0 ]; then
-        echo "tls: FAILED; logs follow" >&2
-        for log in "$work"/*.log; do echo "--- $log" >&2; tail -n 30 "$log" >&2; done
-    fi
-    rm -rf "$work"
-    exit "$status"
-}
-trap cleanup EXIT
-
-step() { echo "tls: $*"; }
-port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_for() {
-    local deadline=$((SECONDS + $1)); shift
-    until "$@" >/dev/null 2>&1; do
-        if [ "$SECONDS" -ge "$deadline" ]; then echo "tls: timed out waiting for: $*" >&2; return 1; fi
-        sleep 0.5
-    done
-}
-as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+name=tls
+# shellcheck source=deploy/e2e/lib.sh
+source "$repo/deploy/e2e/lib.sh"
 # Runs longtx, expecting success ("ok") or failure with text ("fail TEXT...").
 expect() {
     local want=$1 text=$2; shift 2
@@ -74,7 +51,6 @@ longtx=${CARGO_TARGET_DIR:-$repo/target}/debug/longtx
 pg_port=$(port); my_port=$(port)
 
 step "PostgreSQL with TLS required on 127.0.0.1:$pg_port"
-pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 mkdir -p "$work/pg" "$work/pgsock" "$work/pgtls"
 cp "$work/server.pem" "$work/server.key" "$work/pgtls/"
 chmod 600 "$work/pgtls/server.key"

@@ -1,0 +1,35 @@
+# Shared by the end-to-end scripts: a work directory removed at exit (with
+# the logs shown when the run failed), servers stopped, and small helpers.
+# Source it after setting `name` (the prefix of every line printed).
+# shellcheck shell=bash
+
+work=$(mktemp -d "/tmp/longtx-$name.XXXXXX")
+chmod 755 "$work"
+pids=()
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+cleanup() {
+    status=$?
+    rm -f "$work/holding"
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    pkill -f -- "$work" 2>/dev/null || true
+    [ -f "$work/pg/postmaster.pid" ] && as_postgres "$pg_bin/pg_ctl" -D "$work/pg" -m immediate stop >/dev/null 2>&1 || true
+    if [ "$status" -ne 0 ]; then
+        echo "$name: FAILED; logs follow" >&2
+        for log in "$work"/*.log; do echo "--- $log" >&2; tail -n 40 "$log" >&2; done
+    fi
+    rm -rf "$work"
+    exit "$status"
+}
+trap cleanup EXIT
+
+step() { echo "$name: $*"; }
+port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# Waits up to $1 seconds for the command after it to succeed.
+wait_for() {
+    local deadline=$((SECONDS + $1)); shift
+    until "$@" >/dev/null 2>&1; do
+        if [ "$SECONDS" -ge "$deadline" ]; then echo "$name: timed out waiting for: $*" >&2; return 1; fi
+        sleep 0.5
+    done
+}
+as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
