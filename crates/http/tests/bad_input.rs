@@ -257,7 +257,12 @@ async fn unknown_endpoints_and_bad_parameters_are_4xx_json() {
 #[tokio::test]
 async fn a_wrong_method_on_a_webhook_gets_a_json_error() {
     let app = TestApp::spawn().await;
-    let response = app.client.get(app.url("/webhooks/alertmanager")).send().await.unwrap();
+    let response = app
+        .client
+        .get(app.url("/webhooks/alertmanager"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 405);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["error"], "method_not_allowed", "{body}");

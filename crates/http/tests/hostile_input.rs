@@ -194,14 +194,20 @@ async fn a_signed_github_event_with_a_nul_is_answered_and_logged_safely() {
     // refuses unless longtx cleans it.
     let mut event = longtx_testkit::github_events::PrEventBuilder::opened(1, 7).to_json();
     event["pull_request"]["head"]["repo"]["full_name"] = serde_json::json!("evil\u{0}/fork");
-    let response = app.post_github("pull_request", "nul-1", &event, secret).await;
+    let response = app
+        .post_github("pull_request", "nul-1", &event, secret)
+        .await;
     assert!(response.status().is_success(), "{}", response.status());
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["outcome"], "untrusted", "{answer}");
     let mut conn = app.db.connect().await;
-    let outcome: String = sqlx::query_scalar("SELECT outcome FROM github_deliveries WHERE delivery_id = 'nul-1'")
-        .fetch_one(&mut conn)
-        .await
-        .unwrap();
-    assert!(!outcome.contains('\0') && outcome.contains("evil /fork"), "{outcome}");
+    let outcome: String =
+        sqlx::query_scalar("SELECT outcome FROM github_deliveries WHERE delivery_id = 'nul-1'")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert!(
+        !outcome.contains('\0') && outcome.contains("evil /fork"),
+        "{outcome}"
+    );
 }

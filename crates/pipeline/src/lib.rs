@@ -20,5 +20,5 @@ pub use reviewers::{
     comment_marker, configured_login, history_reason, owner_candidates, spawn_reviewer,
     ReviewQueue, ReviewSettings,
 };
-pub use workers::stop_workers;
 pub use wontfix::{spawn_wontfix_worker, WontfixQueue, WontfixSettings};
+pub use workers::stop_workers;

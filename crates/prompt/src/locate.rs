@@ -8,6 +8,7 @@
 //! included); when the conventional path does not exist, the class
 //! declaration is searched for instead. Every candidate says why it was chosen.
 
+mod controllers;
 mod flattened;
 
 use longtx_core::query_logs::{controller_path, underscore};
@@ -71,7 +72,9 @@ pub fn locate(repo: &Path, query_source: &str) -> Vec<Candidate> {
         return Vec::new();
     }
     let found = match classify(query_source) {
-        SourceKind::Controller { path, action } => locate_controller(repo, &path, &action),
+        SourceKind::Controller { path, action } => {
+            controllers::locate_controller(repo, &path, &action)
+        }
         SourceKind::Worker { class } => locate_worker(repo, &class),
         SourceKind::Rake { task } => locate_rake(repo, &task),
         SourceKind::Unknown => Vec::new(),
@@ -116,24 +119,6 @@ pub fn explain_none(query_source: &str) -> String {
     }
 }
 
-fn locate_controller(repo: &Path, path: &str, action: &str) -> Vec<Candidate> {
-    let relative = format!("app/controllers/{path}_controller.rb");
-    let Some(text) = read_small(repo, &repo.join(&relative)) else {
-        return Vec::new();
-    };
-    let method = find_def(&text, action);
-    vec![Candidate {
-        path: relative,
-        line: method.as_ref().map(|(line, _)| *line),
-        reason: match method {
-            Some(_) => format!("controller for {path} (Rails naming), action method `{action}`"),
-            None => format!("controller for {path} (Rails naming); `def {action}` is not in this file (a concern or a parent class may define it)"),
-        },
-        excerpt: method.map(|(_, excerpt)| excerpt),
-        file_text: text,
-    }]
-}
-
 fn locate_worker(repo: &Path, class: &str) -> Vec<Candidate> {
     let file_stem: String = class
         .split("::")
@@ -153,28 +138,80 @@ fn locate_worker(repo: &Path, class: &str) -> Vec<Candidate> {
     }
     if found.is_empty() {
         // Custom inflections (`OAuth2` → `oauth2`) break the conventional
-        // path: look for the class declaration itself.
-        let last = class.rsplit("::").next().unwrap_or(class);
-        let declaration = format!("class {last}");
-        for dir in WORKER_DIRS {
-            for file in ruby_files(&repo.join(dir), "rb") {
+        // path, and jobs live outside the usual folders too: look for the
+        // class declaration itself, with its namespace (nested `module`
+        // blocks or the compact `class A::B`), so `Billing::SyncWorker` is
+        // not taken for `Crm::SyncWorker`.
+        for root in CLASS_ROOTS {
+            for file in ruby_files(&repo.join(root), "rb") {
                 let Some(text) = read_small(repo, &file) else {
                     continue;
                 };
-                let declares = text.lines().any(|l| {
-                    let l = l.trim_start();
-                    l.strip_prefix(&declaration)
-                        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '<', ';']))
-                });
-                if declares {
+                if declared_classes(&text)
+                    .iter()
+                    .any(|(_, full)| full == class)
+                {
                     let relative = relative_to(repo, &file);
+                    if found.iter().any(|c: &Candidate| c.path == relative) {
+                        continue;
+                    }
                     found.push(worker_candidate(
                         relative,
                         text,
-                        format!("declares `class {last}`"),
+                        format!("declares `class {class}`"),
                     ));
                 }
             }
+        }
+    }
+    found
+}
+
+/// Where classes are searched for by declaration when their conventional
+/// path does not exist.
+const CLASS_ROOTS: [&str; 3] = ["app", "lib", "config/initializers"];
+
+/// Every class a file declares, with its full name: `module Billing` then
+/// `class SyncWorker` is `Billing::SyncWorker`; `class OAuth::TokenJob` is
+/// itself. Nesting is followed by indentation, as Ruby files are written.
+fn declared_classes(text: &str) -> Vec<(usize, String)> {
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let indent = line.len() - line.trim_start().len();
+        let code = line.trim();
+        if code == "end" {
+            if stack.last().is_some_and(|(at, _)| *at == indent) {
+                stack.pop();
+            }
+            continue;
+        }
+        let opened = code
+            .strip_prefix("module ")
+            .map(|rest| (false, rest))
+            .or_else(|| code.strip_prefix("class ").map(|rest| (true, rest)));
+        let Some((is_class, rest)) = opened else {
+            continue;
+        };
+        let name: String = rest
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+            .collect();
+        if name.is_empty() || name.starts_with("<<") {
+            continue;
+        }
+        // The stack holds full names: the innermost is the prefix.
+        let full = match stack.last() {
+            Some((_, outer)) if !name.starts_with("::") => format!("{outer}::{name}"),
+            _ => name.trim_start_matches("::").to_owned(),
+        };
+        if is_class {
+            found.push((i + 1, full.clone()));
+        }
+        // A one-line `class X < Y; end` opens and closes at once.
+        if !code.ends_with("end") {
+            stack.push((indent, full));
         }
     }
     found
@@ -280,6 +317,9 @@ fn find_def(text: &str, name: &str) -> Option<(usize, String)> {
 fn block_from(text: &str, start: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let first = lines[start - 1];
+    if is_one_line_def(first) {
+        return first.to_owned();
+    }
     let indent = first.len() - first.trim_start().len();
     let mut end = (start - 1 + MAX_EXCERPT_LINES).min(lines.len());
     for (i, line) in lines.iter().enumerate().skip(start) {
@@ -294,6 +334,30 @@ fn block_from(text: &str, start: usize) -> String {
 
 /// A file of the checkout, small enough to read. Its real path must be
 /// inside the checkout's real path: a symlink leading out is not followed.
+/// `def index; end`, `def x = expr`, `def x(a) = expr`: the whole method
+/// on its line, so the excerpt must not run on into the next methods.
+fn is_one_line_def(line: &str) -> bool {
+    let code = line.trim();
+    let Some(rest) = code.strip_prefix("def ") else {
+        return false;
+    };
+    if code.ends_with("; end") || code.ends_with(";end") {
+        return true;
+    }
+    // Endless: `name = ...` or `name(args) = ...`, not `name=(v)` (a setter).
+    let signature_end = match rest.find('(') {
+        Some(open)
+            if rest[..open]
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == '?' || c == '!') =>
+        {
+            rest[open..].find(')').map(|close| open + close + 1)
+        }
+        _ => rest.find(' '),
+    };
+    signature_end.is_some_and(|end| rest[end..].trim_start().starts_with("= "))
+}
+
 fn read_small(repo: &Path, path: &Path) -> Option<String> {
     let root = std::fs::canonicalize(repo).ok()?;
     if !std::fs::canonicalize(path).ok()?.starts_with(&root) {

@@ -326,3 +326,98 @@ fn a_previous_rejection_is_in_the_next_prompt_and_absent_otherwise() {
         &second.text[at..]
     );
 }
+
+/// A Rails app as they really are: actions in parents and concerns,
+/// un-namespaced controller tags, jobs outside the usual folders, compact
+/// class names, one-line and endless methods.
+fn real_world_tree(name: &str) -> PathBuf {
+    let root =
+        std::env::temp_dir().join(format!("longtx-rails-real-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let files = [
+        ("app/controllers/application_controller.rb", "class ApplicationController < ActionController::Base\nend\n"),
+        ("app/controllers/api/base_controller.rb", "module Api\n  class BaseController < ApplicationController\n    def destroy\n      record.with_lock { Webhook.notify!(record) }\n    end\n  end\nend\n"),
+        ("app/controllers/api/v1/rubygems_controller.rb", "module Api\n  module V1\n    class RubygemsController < Api::BaseController\n      include Pushable\n\n      def index; end\n\n      def show = render(json: gem)\n\n      def create\n        Rubygem.transaction { Pusher.new(params).process }\n      end\n    end\n  end\nend\n"),
+        ("app/controllers/concerns/pushable.rb", "module Pushable\n  extend ActiveSupport::Concern\n\n  def update\n    Rubygem.transaction { Mailer.deliver_now }\n  end\nend\n"),
+        ("app/controllers/rubygems_controller.rb", "class RubygemsController < ApplicationController\n  def index\n  end\nend\n"),
+        ("app/controllers/sessions_controller.rb", "class SessionsController < Devise::SessionsController\nend\n"),
+        ("app/commands/billing/sync_worker.rb", "module Billing\n  class SyncWorker\n    def perform\n      Invoice.transaction { Stripe.sync! }\n    end\n  end\nend\n"),
+        ("app/commands/crm/sync_worker_alias.rb", "module Crm\n  class SyncWorker\n    def perform; end\n  end\nend\n"),
+        ("config/initializers/oauth_jobs.rb", "class OAuth::TokenRefreshJob < ApplicationJob\n  def perform(account)\n    account.with_lock { account.refresh! }\n  end\nend\n"),
+    ];
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    root
+}
+
+#[test]
+fn actions_in_parents_and_concerns_are_found_where_they_are_defined() {
+    let repo = real_world_tree("inherited");
+    let parent = locate(&repo, "api/v1/rubygems#destroy");
+    assert_eq!(
+        parent[0].path, "app/controllers/api/base_controller.rb",
+        "{parent:?}"
+    );
+    assert_eq!(parent[0].line, Some(3));
+    assert!(
+        parent[0]
+            .reason
+            .contains("inherited from its parent Api::BaseController"),
+        "{}",
+        parent[0].reason
+    );
+    let concern = locate(&repo, "api/v1/rubygems#update");
+    assert_eq!(concern[0].path, "app/controllers/concerns/pushable.rb");
+    assert!(
+        concern[0].reason.contains("concern Pushable"),
+        "{}",
+        concern[0].reason
+    );
+    let gem = locate(&repo, "sessions#create");
+    assert_eq!(gem[0].line, None);
+    assert!(
+        gem[0]
+            .reason
+            .contains("Devise::SessionsController, which is not in this repository (a gem)"),
+        "{}",
+        gem[0].reason
+    );
+}
+
+#[test]
+fn an_un_namespaced_controller_tag_finds_the_namespaced_controller_that_defines_the_action() {
+    let repo = real_world_tree("unnamespaced");
+    let found = locate(&repo, "rubygems#create");
+    assert_eq!(
+        found[0].path, "app/controllers/api/v1/rubygems_controller.rb",
+        "{found:?}"
+    );
+    assert_eq!(found[0].line, Some(10));
+    assert!(
+        found[0].reason.contains(":namespaced_controller"),
+        "{}",
+        found[0].reason
+    );
+    assert_eq!(found[1].path, "app/controllers/rubygems_controller.rb");
+}
+
+#[test]
+fn classes_are_found_anywhere_by_their_namespace_and_one_line_methods_end_on_their_line() {
+    let repo = real_world_tree("classes");
+    let worker = locate(&repo, "Billing::SyncWorker");
+    assert_eq!(worker.len(), 1, "not Crm::SyncWorker: {worker:?}");
+    assert_eq!(worker[0].path, "app/commands/billing/sync_worker.rb");
+    assert_eq!(worker[0].line, Some(3));
+    let compact = locate(&repo, "OAuth::TokenRefreshJob");
+    assert_eq!(compact[0].path, "config/initializers/oauth_jobs.rb");
+    let index = locate(&repo, "api/v1/rubygems#index");
+    assert_eq!(index[0].excerpt.as_deref(), Some("      def index; end"));
+    let show = locate(&repo, "api/v1/rubygems#show");
+    assert_eq!(
+        show[0].excerpt.as_deref(),
+        Some("      def show = render(json: gem)")
+    );
+}
