@@ -29,6 +29,9 @@ import time
 
 import psycopg2
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from collect_once import collect_once, describe  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -118,18 +121,10 @@ def main():
         print(f"  longtx's query  median {statistics.median(times) * 1000:8.1f} ms  max {max(times) * 1000:8.1f} ms"
               f"  (every poll: the {len(expected)} tables held: {'yes' if ok else 'NO'})")
         if args.longtx:
-            t0 = time.perf_counter()
-            out = subprocess.run([args.longtx, "collect", "--once", "--dsn",
-                                  f"postgres://app@127.0.0.1:{port}/postgres"],
-                                 capture_output=True, text=True, timeout=60)
-            wall = time.perf_counter() - t0
-            tables = set(re.findall(r'^longtx_mdl_holder_max_tx_duration_seconds\{table="([^"]+)"', out.stdout, re.M))
-            poll = re.search(r"^longtx_collector_scrape_duration_seconds (\S+)", out.stdout, re.M)
-            same = out.returncode == 0 and tables == expected
+            ran, tables, poll, wall, stderr = collect_once(args.longtx, f"postgres://app@127.0.0.1:{port}/postgres")
+            same = ran and tables == expected
             ok = ok and same
-            print(f"  longtx collect --once: poll (connect included) "
-                  f"{float(poll.group(1)) * 1000 if poll else float('nan'):.1f} ms, process {wall * 1000:.0f} ms, "
-                  f"{len(tables)} tables ({'the same' if same else 'DIFFERENT: ' + out.stderr[-300:]})")
+            print(describe(poll, wall, tables) + f" ({'the same' if same else 'DIFFERENT: ' + stderr[-300:]})")
     finally:
         signal.alarm(0)
         for c in conns:

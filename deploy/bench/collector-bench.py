@@ -51,6 +51,9 @@ from collections import Counter
 
 import pymysql
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from collect_once import collect_once, describe  # noqa: E402
+
 DDL_IN_PROGRESS = "ddl_in_progress"
 
 # The reference operation's query: the joins as longtx shipped them first
@@ -356,17 +359,11 @@ def summary(label, results):
 def check_binary(binary, server, expected):
     """`longtx collect --once` on the same state: its tables are those the
     opened holders lock, and it says how long its poll took."""
-    dsn = f"mysql://collector:collector-pw@127.0.0.1:{server.port}/"
-    t0 = time.perf_counter()
-    out = subprocess.run([binary, "collect", "--once", "--dsn", dsn], capture_output=True, text=True, timeout=60)
-    wall = time.perf_counter() - t0
-    if out.returncode != 0:
-        return (False, f"exit {out.returncode}: {out.stderr[-500:]}")
-    tables = set(re.findall(r'^longtx_mdl_holder_max_tx_duration_seconds\{table="([^"]+)"', out.stdout, re.M))
-    poll = re.search(r"^longtx_collector_scrape_duration_seconds (\S+)", out.stdout, re.M)
+    ran, tables, poll, wall, stderr = collect_once(binary, f"mysql://collector:collector-pw@127.0.0.1:{server.port}/")
+    if not ran:
+        return (False, f"longtx collect --once failed: {stderr[-500:]}")
     want = {t for (t, _stmt, _started) in expected}
-    print(f"  longtx collect --once: poll (connect included) {float(poll.group(1)) * 1000:.1f} ms, "
-          f"process {wall * 1000:.0f} ms, {len(tables)} tables")
+    print(describe(poll, wall, tables))
     # At most 500 tables are reported (the rest fold into `other`).
     ok = tables == want if len(want) <= 500 else len(tables) == 500
     return (ok, f"tables {len(tables)} vs {len(want)} opened" + ("" if ok else f"; missing {sorted(want - tables)[:5]}"))

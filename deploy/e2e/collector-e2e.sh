@@ -26,16 +26,7 @@ cargo build --quiet --locked -p longtx
 longtx=${CARGO_TARGET_DIR:-$repo/target}/debug/longtx
 
 step "starting MariaDB on 127.0.0.1:$my_port"
-mysql_install_db --no-defaults --user="$(id -un)" --datadir="$work/mysql" --auth-root-authentication-method=socket \
-    --skip-test-db > "$work/mariadb-install.log" 2>&1
-mariadbd --no-defaults --user="$(id -un)" --datadir="$work/mysql" --socket="$work/mysql.sock" \
-    --port="$my_port" --bind-address=127.0.0.1 --skip-name-resolve --pid-file="$work/mysql.pid" \
-    --performance-schema=ON --performance-schema-instrument='wait/lock/metadata/sql/mdl=ON' \
-    --performance-schema-consumer-events-statements-current=ON \
-    > "$work/mariadb.log" 2>&1 &
-pids+=($!)
-my() { mariadb --no-defaults --socket="$work/mysql.sock" -uroot "$@"; }
-wait_for 60 my -e 'SELECT 1'
+start_mariadb "$my_port"
 my <<'SQL'
 CREATE DATABASE shop;
 CREATE TABLE shop.orders (id INT PRIMARY KEY, total INT) ENGINE=InnoDB;

@@ -33,3 +33,20 @@ wait_for() {
     done
 }
 as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+# A private MariaDB on 127.0.0.1:$1 (more mariadbd options after it), with
+# what the collector needs: performance_schema, the MDL instrument and the
+# current-statements consumer. `my` talks to it as root over its socket.
+start_mariadb() {
+    local port=$1; shift
+    mysql_install_db --no-defaults --user="$(id -un)" --datadir="$work/mysql" --auth-root-authentication-method=socket \
+        --skip-test-db > "$work/mariadb-install.log" 2>&1
+    mariadbd --no-defaults --user="$(id -un)" --datadir="$work/mysql" --socket="$work/mysql.sock" \
+        --port="$port" --bind-address=127.0.0.1 --skip-name-resolve --pid-file="$work/mysql.pid" \
+        --performance-schema=ON --performance-schema-instrument='wait/lock/metadata/sql/mdl=ON' \
+        --performance-schema-consumer-events-statements-current=ON "$@" \
+        > "$work/mariadb.log" 2>&1 &
+    pids+=($!)
+    wait_for 60 my -e 'SELECT 1'
+}
+my() { mariadb --no-defaults --socket="$work/mysql.sock" -uroot "$@"; }

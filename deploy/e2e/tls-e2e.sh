@@ -77,18 +77,8 @@ expect fail "sslrootcert" "$longtx" collect --once --dsn "$pg_url?sslmode=verify
 expect fail "requires TLS" "$longtx" collect --once --dsn "$pg_url?sslmode=disable"
 
 step "MariaDB with require_secure_transport on 127.0.0.1:$my_port"
-mysql_install_db --no-defaults --user="$(id -un)" --datadir="$work/mysql" --auth-root-authentication-method=socket \
-    --skip-test-db > "$work/mariadb-install.log" 2>&1
-mariadbd --no-defaults --user="$(id -un)" --datadir="$work/mysql" --socket="$work/mysql.sock" \
-    --port="$my_port" --bind-address=127.0.0.1 --skip-name-resolve --pid-file="$work/mysql.pid" \
-    --ssl-ca="$work/ca.pem" --ssl-cert="$work/server.pem" --ssl-key="$work/server.key" \
-    --require-secure-transport=ON --performance-schema=ON \
-    --performance-schema-instrument='wait/lock/metadata/sql/mdl=ON' \
-    --performance-schema-consumer-events-statements-current=ON \
-    > "$work/mariadb.log" 2>&1 &
-pids+=($!)
-my() { mariadb --no-defaults --socket="$work/mysql.sock" -uroot "$@"; }
-wait_for 60 my -e 'SELECT 1'
+start_mariadb "$my_port" --ssl-ca="$work/ca.pem" --ssl-cert="$work/server.pem" --ssl-key="$work/server.key" \
+    --require-secure-transport=ON
 my <<'SQL'
 CREATE USER 'collector'@'127.0.0.1' IDENTIFIED BY 'collector-pw';
 GRANT PROCESS ON *.* TO 'collector'@'127.0.0.1';

@@ -1,0 +1,21 @@
+"""`longtx collect --once` on a database a bench has set up: the tables it
+reports and how long its poll took, for both collector benches."""
+
+import re
+import subprocess
+import time
+
+
+def collect_once(binary, dsn):
+    """Returns (ok, tables, poll seconds or None, process seconds, stderr)."""
+    t0 = time.perf_counter()
+    out = subprocess.run([binary, "collect", "--once", "--dsn", dsn], capture_output=True, text=True, timeout=60)
+    wall = time.perf_counter() - t0
+    tables = set(re.findall(r'^longtx_mdl_holder_max_tx_duration_seconds\{table="([^"]+)"', out.stdout, re.M))
+    poll = re.search(r"^longtx_collector_scrape_duration_seconds (\S+)", out.stdout, re.M)
+    return out.returncode == 0, tables, float(poll.group(1)) if poll else None, wall, out.stderr
+
+
+def describe(poll, wall, tables):
+    shown = f"{poll * 1000:.1f} ms" if poll is not None else "unknown"
+    return f"  longtx collect --once: poll (connect included) {shown}, process {wall * 1000:.0f} ms, {len(tables)} tables"
