@@ -242,7 +242,7 @@ fn locate_rake(repo: &Path, task: &[String]) -> Vec<Candidate> {
                 path: relative_to(repo, &file),
                 line: Some(line),
                 reason: format!("defines rake task {}", task.join(":")),
-                excerpt: Some(block_from(&text, line)),
+                excerpt: Some(rake_excerpt(&text, line)),
                 file_text: text,
             });
         }
@@ -250,13 +250,33 @@ fn locate_rake(repo: &Path, task: &[String]) -> Vec<Candidate> {
     found
 }
 
+/// A task with a block is excerpted to its `end`; a block-less one
+/// (`task :x => [:a, :b]`, only prerequisites) is its line alone.
+fn rake_excerpt(text: &str, line: usize) -> String {
+    let first = text.lines().nth(line - 1).unwrap_or("");
+    if first.contains(" do") || first.contains('{') {
+        block_from(text, line)
+    } else {
+        first.to_owned()
+    }
+}
+
 /// The 1-based line of `task` inside its nested `namespace` blocks.
 fn find_rake_task(text: &str, task: &[String]) -> Option<usize> {
     let (name, namespaces) = task.split_last()?;
     let mut stack: Vec<(usize, String)> = Vec::new();
+    // Inside a heredoc, an `end` line is text, not the end of a block.
+    let mut heredoc: Option<String> = None;
     for (i, line) in text.lines().enumerate() {
         let indent = line.len() - line.trim_start().len();
         let code = line.trim();
+        if let Some(terminator) = &heredoc {
+            if code == terminator {
+                heredoc = None;
+            }
+            continue;
+        }
+        heredoc = heredoc_terminator(code);
         if code == "end" || code.starts_with("end ") {
             if stack
                 .last()
@@ -266,11 +286,19 @@ fn find_rake_task(text: &str, task: &[String]) -> Option<usize> {
             }
             continue;
         }
-        if let Some(ns) = code.strip_prefix("namespace ").and_then(symbol_name) {
+        if let Some(ns) = code
+            .strip_prefix("namespace ")
+            .or_else(|| code.strip_prefix("namespace("))
+            .and_then(symbol_name)
+        {
             stack.push((indent, ns));
             continue;
         }
-        if let Some(defined) = code.strip_prefix("task ").and_then(symbol_name) {
+        if let Some(defined) = code
+            .strip_prefix("task ")
+            .or_else(|| code.strip_prefix("task("))
+            .and_then(symbol_name)
+        {
             let path: Vec<&str> = stack.iter().map(|(_, n)| n.as_str()).collect();
             if defined == *name && path == namespaces.iter().map(String::as_str).collect::<Vec<_>>()
             {
@@ -279,6 +307,18 @@ fn find_rake_task(text: &str, task: &[String]) -> Option<usize> {
         }
     }
     None
+}
+
+/// The terminator of a heredoc a line opens (`<<~SQL`, `<<-EOS`, `<<TEXT`).
+fn heredoc_terminator(code: &str) -> Option<String> {
+    let at = code.find("<<")?;
+    let rest = code[at + 2..].trim_start_matches(['~', '-']);
+    let rest = rest.trim_start_matches(['\'', '"']);
+    let id: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+        .collect();
+    (!id.is_empty()).then_some(id)
 }
 
 /// `:name`, `name:`, `"name"`, `'name'` at the start of `rest`.

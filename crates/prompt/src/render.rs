@@ -109,7 +109,32 @@ struct PatternView<'a> {
     title: &'a str,
     score: u32,
     matched: Vec<String>,
-    body: &'a str,
+    /// With its headings demoted to nest under the prompt's own sections.
+    body: String,
+}
+
+/// A pattern is printed in full only when its signals matched at least
+/// this much; an arbitrary pattern at score 0 or 1 is kilobytes of noise.
+const MIN_FULL_SCORE: u32 = 2;
+
+/// Markdown headings two levels deeper (`## Problem` → `#### Problem`),
+/// outside code fences, so a pattern's sections sit under the prompt's
+/// `## Fix patterns that fit` instead of beside it.
+fn demote_headings(body: &str) -> String {
+    let mut fenced = false;
+    body.lines()
+        .map(|line| {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+            }
+            if !fenced && line.starts_with('#') {
+                format!("##{line}")
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl PromptRenderer {
@@ -201,9 +226,14 @@ impl PromptRenderer {
                 title: &p.front.title,
                 score: r.score,
                 matched: r.matched.clone(),
-                body: &p.body,
+                body: demote_headings(&p.body),
             }
         };
+        let full = ranked
+            .iter()
+            .take(full)
+            .take_while(|r| r.score >= MIN_FULL_SCORE)
+            .count();
         let context = Context {
             job: job_view(job),
             candidates: candidates

@@ -421,3 +421,63 @@ fn classes_are_found_anywhere_by_their_namespace_and_one_line_methods_end_on_the
         Some("      def show = render(json: gem)")
     );
 }
+
+#[test]
+fn only_matching_patterns_are_printed_in_full_under_the_prompt_s_own_headings() {
+    let repo = rails_tree("full-patterns");
+    let catalogue = shipped_catalogue();
+    let renderer = PromptRenderer::new(&shipped_template(), DEFAULT_BUDGET_BYTES).unwrap();
+    let fitting = renderer
+        .render(
+            &facts("admin/users#update"),
+            &locate(&repo, "admin/users#update"),
+            &catalogue,
+        )
+        .unwrap()
+        .text;
+    // The pattern's own `## Problem` section nests under the prompt's sections.
+    assert!(fitting.contains("\n#### "), "{fitting}");
+    let top_level: Vec<&str> = fitting.lines().filter(|l| l.starts_with("## ")).collect();
+    assert!(
+        top_level
+            .iter()
+            .all(|h| !h.contains("Problem") && !h.contains("Fix")
+                || h.contains("Fix patterns that fit")),
+        "pattern headings leak to the top level: {top_level:?}"
+    );
+    // A source whose code matches no signal gets the index only.
+    let mut plain = facts("unknown");
+    plain.tables = vec!["widgets".into()];
+    let nothing = renderer.render(&plain, &[], &catalogue).unwrap().text;
+    assert!(
+        !nothing.contains("Pattern `"),
+        "no arbitrary pattern in full: {nothing}"
+    );
+    assert!(nothing.contains("Other patterns in the catalogue"));
+    assert!(nothing.contains("If you find no transaction or lock to shorten"));
+}
+
+#[test]
+fn rake_tasks_in_every_form_and_past_a_heredoc() {
+    let root = std::env::temp_dir().join(format!("longtx-rake-forms-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("lib/tasks")).unwrap();
+    std::fs::write(
+        root.join("lib/tasks/maintenance.rake"),
+        "namespace(:maintenance) do\n  task(:vacuum => :environment) do\n    sql = <<~SQL\n      SELECT 1\nend\n    SQL\n    ActiveRecord::Base.transaction { run(sql) }\n  end\n\n  task :all => [:vacuum]\nend\n",
+    )
+    .unwrap();
+    let vacuum = locate(&root, "rake:maintenance:vacuum");
+    assert_eq!(vacuum[0].line, Some(2), "{vacuum:?}");
+    let all = locate(&root, "rake:maintenance:all");
+    assert_eq!(
+        all[0].line,
+        Some(10),
+        "the heredoc's `end` closed no namespace: {all:?}"
+    );
+    assert_eq!(
+        all[0].excerpt.as_deref(),
+        Some("  task :all => [:vacuum]"),
+        "a block-less task is its line"
+    );
+}
