@@ -115,11 +115,7 @@ pub fn pattern_of(messages: &[String]) -> Option<String> {
 /// One line, and no HTML comment opener: a source must never add a job
 /// marker of its own to the body.
 fn one_line(text: &str) -> String {
-    let line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    line.replace("<!--", "< !--")
+    crate::text::one_line(text).replace("<!--", "< !--")
 }
 
 /// Backticks would end the span early; the source is shown, never run.

@@ -255,7 +255,7 @@ async fn pull_request(
             ));
         }
         Correlation::Suspicious(why) => {
-            let why = longtx_store::one_line(&why);
+            let why = longtx_core::text::one_line(&why);
             tracing::warn!(pr = pr.number, %why, "PR names a longtx job but cannot be trusted; nothing done");
             state
                 .store

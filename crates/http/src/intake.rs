@@ -289,11 +289,12 @@ fn respond(
         .filter(|(_, r)| r.outcome == Outcome::Rejected)
         .map(|(i, _)| i)
         .collect();
-    for _ in &rejected {
-        longtx_metrics::inc(
+    if !rejected.is_empty() {
+        longtx_metrics::add(
             "longtx_alerts_rejected_total",
             "Unusable alerts (no query_source, a bad value), by origin.",
             &[("origin", origin.as_str())],
+            rejected.len() as f64,
         );
     }
     let omitted = total.saturating_sub(MAX_ECHOED_RESULTS);

@@ -27,7 +27,7 @@ pub use pool::{PoolSettings, PoolStats, Store};
 pub use pr_open::PrOpenClaim;
 pub use pre_review::{CloseClaim, PreReviewClaim, VerdictApplied};
 pub use prompts::StoredPrompt;
-pub use pulls::{one_line, Applied, Delivery, PrFacts, ReviewClaim};
+pub use pulls::{Applied, Delivery, PrFacts, ReviewClaim};
 pub use sqlx::postgres::PgConnectOptions;
 pub use wontfix::{IgnoredSource, WontfixClaim, WontfixOutcome};
 

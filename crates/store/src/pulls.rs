@@ -5,6 +5,7 @@
 
 use crate::{Store, StoreError};
 use longtx_core::github_events::{next_state, PrEvent, ReviewGate};
+use longtx_core::text::one_line;
 use longtx_core::JobState;
 use sqlx::Row;
 use std::collections::HashMap;
@@ -72,13 +73,6 @@ impl Applied {
             Applied::PrOpenRequested => "pr_open_requested",
         }
     }
-}
-
-/// Control characters (NUL included) as spaces: storable and loggable.
-pub fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
 }
 
 /// A job whose reviewers are to be asked, as claimed by the worker.

@@ -25,7 +25,7 @@ pub(super) fn locate_controller(repo: &Path, path: &str, action: &str) -> Vec<Ca
     // every controller of that name that defines the action is a candidate.
     if !path.contains('/') && !found.iter().any(|c| c.line.is_some()) {
         let name = format!("{path}_controller.rb");
-        let mut others: Vec<Candidate> = ruby_files(&repo.join("app/controllers"), "rb")
+        let others: Vec<Candidate> = ruby_files(&repo.join("app/controllers"), "rb")
             .into_iter()
             .filter(|file| file.file_name().is_some_and(|n| n == name.as_str()))
             .map(|file| relative_to(repo, &file))

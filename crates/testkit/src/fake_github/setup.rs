@@ -55,12 +55,16 @@ fn jwt(headers: &HeaderMap) -> bool {
     super::bearer(headers).split('.').count() == 3
 }
 
-fn jwt_only() -> Response {
-    (
-        StatusCode::UNAUTHORIZED,
-        Json(json!({"message": "A JSON web token could not be decoded"})),
-    )
-        .into_response()
+/// Records the request, then refuses anything but the App's JWT.
+async fn admit_jwt(inner: &Shared, headers: &HeaderMap, line: String) -> Option<Response> {
+    arrive(inner, line).await;
+    (!jwt(headers)).then(|| {
+        (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"message": "A JSON web token could not be decoded"})),
+        )
+            .into_response()
+    })
 }
 
 async fn hooks(
@@ -110,18 +114,16 @@ async fn secrets(
 }
 
 async fn app_hook_config(State(inner): State<Shared>, headers: HeaderMap) -> Response {
-    arrive(&inner, "GET /app/hook/config".into()).await;
-    if !jwt(&headers) {
-        return jwt_only();
+    if let Some(refused) = admit_jwt(&inner, &headers, "GET /app/hook/config".into()).await {
+        return refused;
     }
     let url = inner.lock().unwrap().setup.app_hook_url.clone();
     Json(json!({"url": url, "content_type": "json", "insecure_ssl": "0"})).into_response()
 }
 
 async fn app(State(inner): State<Shared>, headers: HeaderMap) -> Response {
-    arrive(&inner, "GET /app".into()).await;
-    if !jwt(&headers) {
-        return jwt_only();
+    if let Some(refused) = admit_jwt(&inner, &headers, "GET /app".into()).await {
+        return refused;
     }
     let events = inner.lock().unwrap().setup.app_events.clone();
     Json(json!({"slug": APP_SLUG, "events": events})).into_response()
@@ -132,9 +134,9 @@ async fn installation(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Response {
-    arrive(&inner, format!("GET /app/installations/{id}")).await;
-    if !jwt(&headers) {
-        return jwt_only();
+    if let Some(refused) = admit_jwt(&inner, &headers, format!("GET /app/installations/{id}")).await
+    {
+        return refused;
     }
     let permissions = inner.lock().unwrap().installation_permissions.clone();
     Json(json!({"id": id, "app_slug": APP_SLUG, "permissions": permissions})).into_response()
