@@ -25,6 +25,15 @@ pub struct Repository {
 #[derive(Debug, Clone, Deserialize)]
 pub struct User {
     pub login: String,
+    /// `User`, `Bot` or `Organization`.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+}
+
+impl User {
+    pub fn is_bot(&self) -> bool {
+        self.kind.as_deref() == Some("Bot") || self.login.ends_with("[bot]")
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -81,6 +90,58 @@ pub struct WorkflowRun {
 pub struct WorkflowRunEvent {
     pub action: String,
     pub workflow_run: WorkflowRun,
+    pub repository: Repository,
+}
+
+/// A submitted PR review (`pull_request_review`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Review {
+    pub id: i64,
+    #[serde(default)]
+    pub body: Option<String>,
+    /// `approved`, `changes_requested` or `commented` (lowercase in
+    /// webhooks, uppercase in the REST API).
+    pub state: String,
+    pub user: User,
+    #[serde(default)]
+    pub commit_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PullRequestReviewEvent {
+    pub action: String,
+    pub review: Review,
+    pub pull_request: PullRequest,
+    pub repository: Repository,
+}
+
+impl PullRequestReviewEvent {
+    pub fn requests_changes(&self) -> bool {
+        self.action == "submitted" && self.review.state.eq_ignore_ascii_case("changes_requested")
+    }
+}
+
+/// The issue an `issue_comment` is on; PRs are issues with `pull_request`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct IssueRef {
+    pub number: u64,
+    #[serde(default)]
+    pub pull_request: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct IssueComment {
+    pub id: i64,
+    #[serde(default)]
+    pub body: String,
+    pub user: User,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct IssueCommentEvent {
+    pub action: String,
+    pub issue: IssueRef,
+    pub comment: IssueComment,
     pub repository: Repository,
 }
 
@@ -153,12 +214,14 @@ pub fn correlate(pr: &PullRequest, target_repo: &str) -> Correlation {
 }
 
 /// The job a workflow run was dispatched for, from its run name
-/// (`longtx job <id>: <query_source>`).
+/// (`longtx job <id>: <query_source>`, or `longtx job <id> round <n>: ...`).
 pub fn job_of_run(run: &WorkflowRun) -> Option<i64> {
-    let title = run.display_title.as_deref()?;
-    let rest = title.strip_prefix("longtx job ")?;
-    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse().ok()
+    job_and_round_of_run(run).map(|(job, _)| job)
+}
+
+/// The job and the revision round (0: the first run) of a fix run.
+pub fn job_and_round_of_run(run: &WorkflowRun) -> Option<(i64, u32)> {
+    crate::revision::job_and_round_of_title(run.display_title.as_deref()?)
 }
 
 /// What happened on GitHub, as far as a job's state goes.
@@ -181,6 +244,12 @@ pub enum PrEvent {
     /// branch: after a successful run longtx opens the PR itself (the job
     /// stays where it is until then); any other conclusion means no PR.
     RunCompleted {
+        success: bool,
+    },
+    /// The fix run of revision round `round` (1, 2, ...) finished. After a
+    /// good run longtx reads the branch head to see whether it pushed.
+    RoundRunCompleted {
+        round: u32,
         success: bool,
     },
 }

@@ -22,6 +22,7 @@ pub mod pre_review;
 pub mod query_logs;
 pub mod query_source;
 pub mod reviewers;
+pub mod revision;
 pub mod text;
 pub mod wontfix;
 pub mod workflow;

@@ -2,6 +2,7 @@
 //! before people are asked. This module holds the verdict's shape, its
 //! checks and what longtx does with it; the adapters move it around.
 
+use crate::revision::{Budget, Finding};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
@@ -39,7 +40,13 @@ impl PreReviewMode {
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Pass,
-    Fail,
+    /// Findings the agent can act on (too broad, behaviour not kept, tests
+    /// missing): the agent gets another round on the same branch.
+    Revise,
+    /// It does not address the bottleneck, or the approach is wrong: no
+    /// round can save it. `fail` is what templates before the rounds sent.
+    #[serde(alias = "fail")]
+    Reject,
     /// The review produced no usable answer (the agent gave no structured
     /// output, or no verdict came within `LONGTX_PRE_REVIEW_TIMEOUT`). A
     /// broken review never closes a fix: people are asked, and the job page
@@ -62,6 +69,9 @@ pub struct Verdict {
     pub verdict: Outcome,
     #[serde(default)]
     pub reasons: Vec<String>,
+    /// What to change, with file and line where the reviewer has them.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
 }
 
 pub const MAX_REASONS: usize = 20;
@@ -73,7 +83,7 @@ pub enum VerdictError {
     HeadSha,
     #[error("a pass needs all three checks true")]
     InconsistentPass,
-    #[error("a fail needs at least one reason")]
+    #[error("a revise or reject needs at least one reason or finding")]
     FailWithoutReason,
     #[error("at most {MAX_REASONS} reasons of at most {MAX_REASON_CHARS} characters each")]
     ReasonsTooLong,
@@ -88,14 +98,19 @@ impl Verdict {
         if self.verdict == Outcome::Pass && !all_hold {
             return Err(VerdictError::InconsistentPass);
         }
-        if self.verdict == Outcome::Fail && self.reasons.iter().all(|r| r.trim().is_empty()) {
+        let says_why = self.reasons.iter().any(|r| !r.trim().is_empty())
+            || self.findings.iter().any(|f| !f.text.trim().is_empty());
+        if matches!(self.verdict, Outcome::Revise | Outcome::Reject) && !says_why {
             return Err(VerdictError::FailWithoutReason);
         }
+        let too_long = |text: &str| text.chars().count() > MAX_REASON_CHARS;
         if self.reasons.len() > MAX_REASONS
+            || self.findings.len() > MAX_REASONS
+            || self.reasons.iter().any(|r| too_long(r))
             || self
-                .reasons
+                .findings
                 .iter()
-                .any(|r| r.chars().count() > MAX_REASON_CHARS)
+                .any(|f| too_long(&f.text) || f.file.as_deref().is_some_and(too_long))
         {
             return Err(VerdictError::ReasonsTooLong);
         }
@@ -108,6 +123,9 @@ impl Verdict {
 pub enum Action {
     /// Ask people (the reviewer choice runs now).
     RequestReviewers,
+    /// Dispatch the agent again on the PR's branch with the findings; in
+    /// advisory mode people are asked at the same time.
+    Revise,
     /// Comment the reasons, close the PR: `rejected_by_review`.
     Reject,
 }
@@ -124,13 +142,24 @@ pub fn timed_out(head_sha: &str, timeout: std::time::Duration) -> Verdict {
             "no verdict within {} minutes of the review being requested; people are asked instead",
             timeout.as_secs().div_ceil(60)
         )],
+        findings: Vec::new(),
     }
 }
 
-pub fn decide(mode: PreReviewMode, verdict: &Verdict) -> Action {
+/// What a verdict leads to, given the PR's rounds so far. A person who said
+/// `/longtx stop` has taken the PR over: nothing is closed or revised
+/// automatically any more.
+pub fn decide(mode: PreReviewMode, verdict: &Verdict, budget: &Budget) -> Action {
+    if budget.stopped {
+        return Action::RequestReviewers;
+    }
     match (verdict.verdict, mode) {
-        (Outcome::Fail, PreReviewMode::On) => Action::Reject,
-        _ => Action::RequestReviewers,
+        (Outcome::Pass | Outcome::NoVerdict, _) | (_, PreReviewMode::Off) => {
+            Action::RequestReviewers
+        }
+        (Outcome::Revise, _) if budget.ai_rounds < budget.max => Action::Revise,
+        (Outcome::Revise | Outcome::Reject, PreReviewMode::On) => Action::Reject,
+        (Outcome::Revise | Outcome::Reject, PreReviewMode::Advisory) => Action::RequestReviewers,
     }
 }
 
@@ -139,23 +168,36 @@ pub fn rejection_marker(job_id: i64, head_sha: &str) -> String {
     format!("<!-- longtx-pre-review job={job_id} head={head_sha} -->")
 }
 
-/// The comment left on a PR the pre-review closes.
-pub fn rejection_comment(job_id: i64, verdict: &Verdict) -> String {
+/// The comment left on a PR the pre-review closes: the last verdict's
+/// checks, `why` it ends here, and every round's reasons (`history`,
+/// oldest first, the last verdict included).
+pub fn rejection_comment(job_id: i64, history: &[Verdict], why: &str) -> String {
+    let Some(last) = history.last() else {
+        return format!("{}\n{why}\n", rejection_marker(job_id, ""));
+    };
     let check = |ok: bool| if ok { "yes" } else { "**no**" };
     let mut text = format!(
-        "{}\nThe AI pre-review closed this fix (commit {}): it did not pass all three checks.\n\n\
+        "{}\nThe AI pre-review closed this fix (commit {}): {}\n\n\
          | check | |\n| --- | --- |\n\
          | addresses the bottleneck that held the metadata lock | {} |\n\
          | the minimal change that removes the long transaction | {} |\n\
-         | keeps the original behaviour | {} |\n\nReasons:\n",
-        rejection_marker(job_id, &verdict.head_sha),
-        &verdict.head_sha[..12.min(verdict.head_sha.len())],
-        check(verdict.addresses_bottleneck),
-        check(verdict.minimal_change),
-        check(verdict.preserves_behaviour),
+         | keeps the original behaviour | {} |\n\n",
+        rejection_marker(job_id, &last.head_sha),
+        short(&last.head_sha),
+        one_line(why),
+        check(last.addresses_bottleneck),
+        check(last.minimal_change),
+        check(last.preserves_behaviour),
     );
-    for reason in &verdict.reasons {
-        text.push_str(&format!("- {}\n", one_line(reason)));
+    for (round, verdict) in history.iter().enumerate() {
+        text.push_str(&format!(
+            "Round {round} (commit {}), {}:\n",
+            short(&verdict.head_sha),
+            outcome_word(verdict.verdict)
+        ));
+        for line in verdict_lines(verdict) {
+            text.push_str(&format!("- {line}\n"));
+        }
     }
     text.push_str(
         "\nIf the fix is right after all, reopen the PR: longtx then asks the reviewers as on a pass. \
@@ -165,13 +207,40 @@ pub fn rejection_comment(job_id: i64, verdict: &Verdict) -> String {
     text
 }
 
-/// The reasons, for the next attempt's prompt.
-pub fn prompt_note(verdict: &Verdict) -> Vec<String> {
-    verdict
-        .reasons
+fn short(sha: &str) -> &str {
+    &sha[..12.min(sha.len())]
+}
+
+pub fn outcome_word(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Pass => "pass",
+        Outcome::Revise => "revise",
+        Outcome::Reject => "reject",
+        Outcome::NoVerdict => "no verdict",
+    }
+}
+
+/// A verdict's reasons and findings, one markdown line each.
+pub fn verdict_lines(verdict: &Verdict) -> Vec<String> {
+    let reasons = verdict.reasons.iter().map(|r| one_line(r));
+    let findings = verdict.findings.iter().map(Finding::one_line);
+    reasons.chain(findings).filter(|r| !r.is_empty()).collect()
+}
+
+/// Every round's reasons, for the next attempt's prompt.
+pub fn prompt_note(history: &[Verdict]) -> Vec<String> {
+    history
         .iter()
-        .map(|r| one_line(r))
-        .filter(|r| !r.is_empty())
+        .enumerate()
+        .flat_map(|(round, v)| {
+            verdict_lines(v).into_iter().map(move |line| {
+                if round == 0 {
+                    line
+                } else {
+                    format!("(round {round}) {line}")
+                }
+            })
+        })
         .collect()
 }
 
@@ -192,6 +261,7 @@ mod tests {
             preserves_behaviour: checks[2],
             verdict: outcome,
             reasons: vec!["moves the HTTP call\nout of the transaction".into()],
+            findings: Vec::new(),
         }
     }
 
@@ -203,55 +273,121 @@ mod tests {
             Err(VerdictError::InconsistentPass)
         );
         assert_eq!(
-            verdict(Outcome::Fail, [true; 3]).validate(),
+            verdict(Outcome::Reject, [true; 3]).validate(),
             Ok(()),
-            "a fail may have other reasons"
+            "a reject may have other reasons"
         );
-        let mut no_reason = verdict(Outcome::Fail, [false; 3]);
+        let mut no_reason = verdict(Outcome::Revise, [false; 3]);
         no_reason.reasons = vec![" ".into()];
         assert_eq!(no_reason.validate(), Err(VerdictError::FailWithoutReason));
+        no_reason.findings = vec![Finding {
+            file: Some("app/models/order.rb".into()),
+            line: Some(12),
+            text: "add a spec for the retry".into(),
+        }];
+        assert_eq!(no_reason.validate(), Ok(()), "a finding says why");
         let mut bad_sha = verdict(Outcome::Pass, [true; 3]);
         bad_sha.head_sha = "main".into();
         assert_eq!(bad_sha.validate(), Err(VerdictError::HeadSha));
-        let mut long = verdict(Outcome::Fail, [false; 3]);
+        let mut long = verdict(Outcome::Reject, [false; 3]);
         long.reasons = vec!["x".repeat(MAX_REASON_CHARS + 1)];
         assert_eq!(long.validate(), Err(VerdictError::ReasonsTooLong));
     }
 
     #[test]
-    fn only_a_fail_in_on_mode_rejects() {
-        let fail = verdict(Outcome::Fail, [true, false, true]);
+    fn the_old_fail_verdict_reads_as_reject() {
+        let old: Verdict = serde_json::from_value(serde_json::json!({
+            "head_sha": "a".repeat(40), "addresses_bottleneck": false, "minimal_change": true,
+            "preserves_behaviour": true, "verdict": "fail", "reasons": ["wrong table"]
+        }))
+        .unwrap();
+        assert_eq!(old.verdict, Outcome::Reject);
+        assert_eq!(serde_json::to_value(old.verdict).unwrap(), "reject");
+    }
+
+    #[test]
+    fn revise_runs_rounds_until_the_budget_then_closes_in_on_mode_only() {
+        let revise = verdict(Outcome::Revise, [true, false, true]);
+        let reject = verdict(Outcome::Reject, [false, true, true]);
         let pass = verdict(Outcome::Pass, [true; 3]);
-        assert_eq!(decide(PreReviewMode::On, &fail), Action::Reject);
+        let fresh = Budget {
+            max: 2,
+            ..Budget::default()
+        };
+        let spent = Budget {
+            ai_rounds: 2,
+            ..fresh
+        };
+        let stopped = Budget {
+            stopped: true,
+            ..fresh
+        };
+        use PreReviewMode::*;
+        assert_eq!(decide(On, &revise, &fresh), Action::Revise);
+        assert_eq!(decide(Advisory, &revise, &fresh), Action::Revise);
+        assert_eq!(decide(On, &revise, &spent), Action::Reject);
+        assert_eq!(decide(Advisory, &revise, &spent), Action::RequestReviewers);
         assert_eq!(
-            decide(PreReviewMode::Advisory, &fail),
-            Action::RequestReviewers
+            decide(On, &reject, &fresh),
+            Action::Reject,
+            "no round saves a wrong approach"
         );
-        assert_eq!(decide(PreReviewMode::On, &pass), Action::RequestReviewers);
+        assert_eq!(decide(Advisory, &reject, &fresh), Action::RequestReviewers);
+        assert_eq!(decide(On, &pass, &spent), Action::RequestReviewers);
+        assert_eq!(
+            decide(On, &reject, &stopped),
+            Action::RequestReviewers,
+            "a person took over"
+        );
+        assert_eq!(decide(On, &revise, &stopped), Action::RequestReviewers);
         let none = timed_out(&"b".repeat(40), std::time::Duration::from_secs(1800));
         assert_eq!(none.validate(), Ok(()));
         assert!(none.reasons[0].contains("30 minutes"));
         assert_eq!(
-            decide(PreReviewMode::On, &none),
+            decide(On, &none, &fresh),
             Action::RequestReviewers,
             "a review that never answered must not close the fix"
         );
-        assert_eq!(
-            "ADVISORY".parse::<PreReviewMode>(),
-            Ok(PreReviewMode::Advisory)
-        );
+        assert_eq!("ADVISORY".parse::<PreReviewMode>(), Ok(Advisory));
         assert!("maybe".parse::<PreReviewMode>().is_err());
     }
 
     #[test]
-    fn the_rejection_comment_names_the_failed_checks_and_the_way_back() {
-        let text = rejection_comment(7, &verdict(Outcome::Fail, [true, false, true]));
-        assert!(text.starts_with(&rejection_marker(7, &"a".repeat(40))));
+    fn the_rejection_comment_names_the_failed_checks_and_every_round() {
+        let mut first = verdict(Outcome::Revise, [true, false, true]);
+        first.findings = vec![Finding {
+            file: Some("app/models/order.rb".into()),
+            line: Some(3),
+            text: "the retry loop is new behaviour".into(),
+        }];
+        let mut second = verdict(Outcome::Revise, [true, false, true]);
+        second.head_sha = "c".repeat(40);
+        second.reasons = vec!["still rewrites the checkout flow".into()];
+        let text = rejection_comment(
+            7,
+            &[first.clone(), second.clone()],
+            "the revision limit (1 round) is reached.",
+        );
+        assert!(text.starts_with(&rejection_marker(7, &"c".repeat(40))));
         assert!(text.contains("| the minimal change that removes the long transaction | **no** |"));
         assert!(
             text.contains("- moves the HTTP call out of the transaction\n"),
             "{text}"
         );
+        assert!(
+            text.contains("- `app/models/order.rb:3`: the retry loop is new behaviour"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Round 1 (commit cccccccccccc), revise:\n- still rewrites"),
+            "{text}"
+        );
+        assert!(text.contains("revision limit"));
         assert!(text.contains("reopen the PR"));
+        let note = prompt_note(&[first, second]);
+        assert_eq!(
+            note.last().unwrap(),
+            "(round 1) still rewrites the checkout flow"
+        );
     }
 }

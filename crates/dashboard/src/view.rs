@@ -196,6 +196,28 @@ pub(crate) fn dashboard_context(data: &Dashboard, settings: &PageSettings) -> te
     context.insert("merged_total", &merged);
     context.insert("decided_total", &decided);
     context.insert("reviewers", &reviewers);
+    // Fix PRs by the revision rounds they needed: 0, 1, 2, 3 or more.
+    let rounds: Vec<(String, i64, u32)> = {
+        let most = data
+            .prs_by_rounds
+            .iter()
+            .map(|(_, n)| *n)
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        data.prs_by_rounds
+            .iter()
+            .map(|(rounds, prs)| {
+                let label = if *rounds >= 3 {
+                    "3 or more".to_owned()
+                } else {
+                    rounds.to_string()
+                };
+                (label, *prs, (*prs * 100 / most) as u32)
+            })
+            .collect()
+    };
+    context.insert("prs_by_rounds", &rounds);
     context.insert("dispatch", &data.dispatch);
     context.insert("max_per_day", &settings.max_per_day);
     context.insert("dry_run", &settings.dry_run);
@@ -317,6 +339,47 @@ pub(crate) fn job_context(page: &JobPage, settings: &PageSettings) -> tera::Cont
     context.insert("prompt_error", &job.prompt_error);
     context.insert("prompt_truncation", &job.prompt_truncation);
     context.insert("dispatches", &dispatches);
+    let rounds: Vec<RoundView> = page.rounds.iter().map(round_view).collect();
+    context.insert("rounds", &rounds);
+    let verdicts: Vec<(String, String, String, Vec<String>)> = page
+        .verdicts
+        .iter()
+        .map(|v| {
+            let verdict: Option<longtx_core::pre_review::Verdict> =
+                serde_json::from_value(v.verdict.clone()).ok();
+            (
+                time(v.received_at),
+                v.head_sha.chars().take(12).collect(),
+                verdict
+                    .as_ref()
+                    .map(|v| longtx_core::pre_review::outcome_word(v.verdict).to_owned())
+                    .unwrap_or_else(|| v.outcome.clone()),
+                verdict
+                    .as_ref()
+                    .map(longtx_core::pre_review::verdict_lines)
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    context.insert("verdicts", &verdicts);
+    let requests: Vec<(String, String, String, String)> = page
+        .requests
+        .iter()
+        .map(|r| {
+            let answer = r
+                .answer
+                .as_deref()
+                .map(|a| a.lines().skip(1).collect::<Vec<_>>().join(" "))
+                .unwrap_or_else(|| format!("({})", r.state));
+            (
+                time(r.created_at),
+                r.login.clone(),
+                format!("{} ({})", r.kind, r.source),
+                answer,
+            )
+        })
+        .collect();
+    context.insert("requests", &requests);
     context.insert("reviewers_state", &job.reviewers_state);
     context.insert("reviewer_source", &record.source);
     context.insert("reviewers_requested", &record.requested);
@@ -334,6 +397,38 @@ pub(crate) fn job_context(page: &JobPage, settings: &PageSettings) -> tera::Cont
     context.insert("wontfix_detail", &job.wontfix_detail);
     context.insert("wontfix_commit", &job.wontfix_commit);
     context
+}
+
+#[derive(Serialize)]
+struct RoundView {
+    round: i32,
+    trigger: String,
+    requested_by: Option<String>,
+    state: String,
+    reason: Option<String>,
+    findings: Vec<String>,
+    run: Link,
+    started: String,
+    ended: Option<String>,
+}
+
+fn round_view(r: &longtx_store::RoundRow) -> RoundView {
+    let findings: Vec<longtx_core::revision::Finding> =
+        serde_json::from_value(r.findings.clone()).unwrap_or_default();
+    RoundView {
+        round: r.round,
+        trigger: r.trigger.replace('_', " "),
+        requested_by: r.requested_by.clone(),
+        state: r.state.clone(),
+        reason: r.state_reason.clone(),
+        findings: findings.iter().map(|f| f.one_line()).collect(),
+        run: link(
+            r.run_url.clone().unwrap_or_else(|| "-".to_owned()),
+            r.run_url.as_deref(),
+        ),
+        started: time(r.created_at),
+        ended: r.ended_at.map(time),
+    }
 }
 
 fn job_view(job: &JobRow) -> JobView {

@@ -9,6 +9,7 @@ mod octo;
 mod probe;
 pub mod retry;
 
+pub use longtx_core::revision::round_run_marker;
 pub use octo::{Credentials, OctocrabGitHub};
 pub use probe::{Grants, Hook};
 
@@ -82,6 +83,18 @@ pub struct PullFile {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct Comment {
     pub id: u64,
+    #[serde(default)]
+    pub body: String,
+}
+
+/// An inline comment of a PR review (`GET .../reviews/{id}/comments`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct ReviewComment {
+    pub path: String,
+    /// The line in the file's new version; `None` for a comment on an
+    /// outdated diff.
+    #[serde(default)]
+    pub line: Option<u32>,
     #[serde(default)]
     pub body: String,
 }
@@ -313,6 +326,22 @@ pub trait GitHub: Send + Sync + 'static {
         labels: &[String],
     ) -> impl Future<Output = Result<(), GitHubError>> + Send;
 
+    /// The inline comments of one review of a PR.
+    fn review_comments(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        review_id: i64,
+    ) -> impl Future<Output = Result<Vec<ReviewComment>, GitHubError>> + Send;
+
+    /// The commit a branch points at now; `None` when there is no such
+    /// branch.
+    fn branch_head(
+        &self,
+        repo: &RepoName,
+        branch: &str,
+    ) -> impl Future<Output = Result<Option<String>, GitHubError>> + Send;
+
     /// The GitHub login GitHub tied a commit's author to, if any.
     fn commit_author_login(
         &self,
@@ -341,15 +370,19 @@ pub fn pre_review_run_marker(job_id: i64, head_sha: &str) -> String {
     )
 }
 
-/// True when `run` was started for `job_id` (its name carries the marker,
-/// not followed by another digit: job 1 is not job 12).
+/// True when `run` is the first run of `job_id` (its name carries the
+/// marker, not followed by another digit, job 1 is not job 12, and names
+/// round 0 or no round).
 pub fn run_is_for_job(run: &Run, job_id: i64) -> bool {
-    let marker = run_name_marker(job_id);
-    run.display_title.as_deref().is_some_and(|title| {
-        title
-            .match_indices(&marker)
-            .any(|(i, m)| !title[i + m.len()..].starts_with(|c: char| c.is_ascii_digit()))
-    })
+    run_is_for_round(run, job_id, 0)
+}
+
+/// True when `run` is revision round `round` of `job_id`.
+pub fn run_is_for_round(run: &Run, job_id: i64, round: u32) -> bool {
+    run.display_title
+        .as_deref()
+        .and_then(longtx_core::revision::job_and_round_of_title)
+        == Some((job_id, round))
 }
 
 #[cfg(test)]
@@ -371,6 +404,10 @@ mod tests {
         ));
         assert!(!run_is_for_job(&run("longtx job 12: x"), 1));
         assert!(!run_is_for_job(&run("other"), 12));
+        assert!(run_is_for_job(&run("longtx job 12 round 0: x"), 12));
+        assert!(!run_is_for_job(&run("longtx job 12 round 1: x"), 12));
+        assert!(run_is_for_round(&run("longtx job 12 round 1: x"), 12, 1));
+        assert!(!run_is_for_round(&run("longtx job 12 round 11: x"), 12, 1));
         assert_eq!("o/r".parse::<RepoName>().unwrap().to_string(), "o/r");
         assert!("o".parse::<RepoName>().is_err());
     }

@@ -6,7 +6,7 @@
 use crate::retry::rate_limit_wait;
 use crate::{
     Comment, Comparison, Dispatch, GitHub, GitHubError, NewPull, PullFile, PullSummary, RepoName,
-    Run, MAX_PAGES, PER_PAGE,
+    ReviewComment, Run, MAX_PAGES, PER_PAGE,
 };
 use serde::de::DeserializeOwned;
 use std::time::Duration;
@@ -573,6 +573,40 @@ impl GitHub for OctocrabGitHub {
             Err(GitHubError::Refused {
                 status: 404 | 422, ..
             }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn review_comments(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        review_id: i64,
+    ) -> Result<Vec<ReviewComment>, GitHubError> {
+        self.pages(&format!(
+            "/repos/{repo}/pulls/{number}/reviews/{review_id}/comments"
+        ))
+        .await
+    }
+
+    async fn branch_head(
+        &self,
+        repo: &RepoName,
+        branch: &str,
+    ) -> Result<Option<String>, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct Object {
+            sha: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct Ref {
+            object: Object,
+        }
+        // docs "Get a reference": 404 when the branch does not exist.
+        let path = format!("/repos/{repo}/git/ref/heads/{branch}");
+        match self.send("GET", &path, None).await {
+            Ok((_, text)) => Ok(Some(parse::<Ref>(&text)?.object.sha)),
+            Err(GitHubError::Refused { status: 404, .. }) => Ok(None),
             Err(e) => Err(e),
         }
     }

@@ -71,6 +71,8 @@ pub struct JobDetail {
     job: JobRow,
     /// Newest first, at most 100.
     alert_events: Vec<AlertEventRow>,
+    /// Revision rounds, oldest first.
+    rounds: Vec<longtx_store::RoundRow>,
 }
 
 fn job_id(raw: &str) -> Result<i64, ApiError> {
@@ -90,7 +92,12 @@ pub async fn get_job(
         .job_with_events(id, 100)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
-    Ok(Json(JobDetail { job, alert_events }))
+    let rounds = state.store.rounds_of(id).await?;
+    Ok(Json(JobDetail {
+        job,
+        alert_events,
+        rounds,
+    }))
 }
 
 /// The job's prompt as markdown, with what it was made from in headers.
@@ -139,6 +146,40 @@ pub async fn get_prompt(
             "the prompt is being rendered; retry in a few seconds",
         )),
     }
+}
+
+/// A revision round's prompt, for its run (the job's token) or people.
+pub async fn get_round_prompt(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((id, round)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let id = job_id(&id)?;
+    let round: u32 = round
+        .parse()
+        .map_err(|_| ApiError::bad_request("invalid_round", "a round is a whole number"))?;
+    let stored = state.store.round_prompt(id, round).await?;
+    let job_token_ok = stored
+        .as_ref()
+        .and_then(|(_, token)| token.as_deref())
+        .is_some_and(|token| crate::auth::bearer_matches(&headers, token));
+    if !job_token_ok {
+        state.auth.check(&headers)?;
+    }
+    let (prompt, _) =
+        stored.ok_or_else(|| ApiError::not_found(format!("no round {round} of job {id}")))?;
+    let prompt = prompt.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "prompt_pending",
+            "the round's prompt is rendered when it is dispatched",
+        )
+    })?;
+    Ok((
+        [(header::CONTENT_TYPE, "text/markdown; charset=utf-8")],
+        prompt,
+    )
+        .into_response())
 }
 
 /// Today's dispatches against the cap, running agents, and the pause.

@@ -16,9 +16,11 @@ use axum::Json;
 use hmac::{Hmac, Mac};
 use longtx_core::github_events::ReviewGate;
 use longtx_core::github_events::{
-    correlate, job_of_run, Correlation, PrEvent, PullRequestEvent, WorkflowRunEvent,
+    correlate, job_and_round_of_run, Correlation, IssueCommentEvent, PrEvent, PullRequestEvent,
+    PullRequestReviewEvent, WorkflowRunEvent,
 };
 use longtx_core::pre_review::PreReviewMode;
+use longtx_core::revision::{parse_command, Command};
 use longtx_store::{Applied, Delivery, PrFacts};
 use serde::Serialize;
 use sha2::Sha256;
@@ -182,6 +184,8 @@ pub async fn receive(
             )),
             "pull_request" => pull_request(&state, &webhook, &delivery_id, parse(&body)?).await,
             "workflow_run" => workflow_run(&state, &webhook, &delivery_id, parse(&body)?).await,
+            "pull_request_review" => review(&state, &webhook, &delivery_id, parse(&body)?).await,
+            "issue_comment" => comment(&state, &webhook, &delivery_id, parse(&body)?).await,
             _ => {
                 tracing::info!("event not used by longtx; ignored");
                 Ok(answer(
@@ -321,12 +325,13 @@ async fn workflow_run(
     delivery_id: &str,
     event: WorkflowRunEvent,
 ) -> Result<Response, ApiError> {
-    let job_id = job_of_run(&event.workflow_run);
+    let job_and_round = job_and_round_of_run(&event.workflow_run);
     let ours = event
         .repository
         .full_name
         .eq_ignore_ascii_case(&webhook.repo);
-    let (Some(job_id), true, "completed") = (job_id, ours, event.action.as_str()) else {
+    let (Some((job_id, round)), true, "completed") = (job_and_round, ours, event.action.as_str())
+    else {
         return Ok(answer(
             StatusCode::ACCEPTED,
             "workflow_run",
@@ -348,18 +353,157 @@ async fn workflow_run(
         .unwrap_or("unknown");
     let success = conclusion == "success";
     let detail = format!("run {} concluded {conclusion}", event.workflow_run.id);
+    let change = match round {
+        0 => PrEvent::RunCompleted { success },
+        round => PrEvent::RoundRunCompleted { round, success },
+    };
     let applied = state
         .store
         .apply_github_event(
             &delivery,
             Some(job_id),
-            Some(&PrEvent::RunCompleted { success }),
+            Some(&change),
             None,
             webhook.gate(),
             &detail,
         )
         .await?;
     Ok(respond(state, "workflow_run", job_id, applied))
+}
+
+/// A review: only a submitted "changes requested" review on a fix PR, by a
+/// person, is recorded; the request worker checks their permission.
+async fn review(
+    state: &AppState,
+    webhook: &GitHubWebhook,
+    delivery_id: &str,
+    event: PullRequestReviewEvent,
+) -> Result<Response, ApiError> {
+    let ignored = |why: &str| {
+        Ok(answer(
+            StatusCode::ACCEPTED,
+            "pull_request_review",
+            "ignored",
+            None,
+            why.to_owned(),
+        ))
+    };
+    if !event.requests_changes() {
+        return ignored("only submitted reviews that request changes start a round");
+    }
+    if event.review.user.is_bot() {
+        return ignored("reviews by bots start no round");
+    }
+    let job_id = match correlate(&event.pull_request, &webhook.repo) {
+        Correlation::Job(id) => id,
+        Correlation::NotOurs => return ignored("not a longtx PR"),
+        Correlation::Suspicious(why) => {
+            tracing::warn!(why = %longtx_core::text::one_line(&why), "a review on a PR that names a job but cannot be trusted; ignored");
+            return ignored("not a trusted longtx PR");
+        }
+    };
+    let body = event.review.body.clone().unwrap_or_default();
+    let request = longtx_store::NewRequest {
+        source: "review",
+        github_id: event.review.id,
+        kind: "revise",
+        login: &event.review.user.login,
+        body: &body,
+    };
+    record_request(
+        state,
+        delivery_id,
+        "pull_request_review",
+        &event.action,
+        job_id,
+        &request,
+    )
+    .await
+}
+
+/// A comment: only `/longtx revise` or `/longtx stop` on a fix PR, by a
+/// person, is recorded.
+async fn comment(
+    state: &AppState,
+    webhook: &GitHubWebhook,
+    delivery_id: &str,
+    event: IssueCommentEvent,
+) -> Result<Response, ApiError> {
+    let ignored = |why: &str| {
+        Ok(answer(
+            StatusCode::ACCEPTED,
+            "issue_comment",
+            "ignored",
+            None,
+            why.to_owned(),
+        ))
+    };
+    let command = parse_command(&event.comment.body);
+    let (Some(command), "created", Some(_)) =
+        (command, event.action.as_str(), event.issue.pull_request)
+    else {
+        return ignored("not a /longtx command on a pull request");
+    };
+    if event.comment.user.is_bot() {
+        return ignored("commands from bots are not taken");
+    }
+    if !event
+        .repository
+        .full_name
+        .eq_ignore_ascii_case(&webhook.repo)
+    {
+        return ignored("not the target repository");
+    }
+    let Some(job_id) = state.store.job_of_pr(event.issue.number).await? else {
+        return ignored("not a longtx fix PR");
+    };
+    let (kind, body) = match &command {
+        Command::Revise(text) => ("revise", text.as_str()),
+        Command::Stop => ("stop", ""),
+    };
+    let request = longtx_store::NewRequest {
+        source: "comment",
+        github_id: event.comment.id,
+        kind,
+        login: &event.comment.user.login,
+        body,
+    };
+    record_request(
+        state,
+        delivery_id,
+        "issue_comment",
+        &event.action,
+        job_id,
+        &request,
+    )
+    .await
+}
+
+async fn record_request(
+    state: &AppState,
+    delivery_id: &str,
+    event: &str,
+    action: &str,
+    job_id: i64,
+    request: &longtx_store::NewRequest<'_>,
+) -> Result<Response, ApiError> {
+    tracing::Span::current().record("job_id", job_id);
+    let delivery = Delivery {
+        id: delivery_id,
+        event,
+        action: Some(action),
+    };
+    let applied = state
+        .store
+        .record_revision_request(&delivery, job_id, request)
+        .await?;
+    if let Applied::RevisionRequested { new } = applied {
+        tracing::info!(job_id, login = %request.login, kind = request.kind, new, "revision request recorded");
+        if let Some(requests) = &state.requests {
+            requests.poke();
+        }
+    }
+    Ok(respond(state, event, job_id, applied))
 }
 
 fn respond(state: &AppState, event: &str, job_id: i64, applied: Applied) -> Response {
@@ -418,6 +562,21 @@ fn respond(state: &AppState, event: &str, job_id: i64, applied: Applied) -> Resp
             StatusCode::OK,
             "wontfix_abandoned",
             "closed unmerged: the source is no longer ignored".to_owned(),
+        ),
+        Applied::RevisionRequested { new: true } => (
+            StatusCode::OK,
+            "revision_requested",
+            "longtx answers on the PR".to_owned(),
+        ),
+        Applied::RevisionRequested { new: false } => (
+            StatusCode::OK,
+            "duplicate",
+            "this review or comment was already recorded".to_owned(),
+        ),
+        Applied::RoundRunEnded => (
+            StatusCode::OK,
+            "round_run_ended",
+            "longtx reads the branch to see what the round pushed".to_owned(),
         ),
         Applied::PrOpenRequested => {
             if let Some(opener) = &state.pr_opener {

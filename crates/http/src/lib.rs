@@ -61,6 +61,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/jobs", get(api::list_jobs))
         .route("/api/jobs/{id}", get(api::get_job))
         .route("/api/jobs/{id}/prompt", get(api::get_prompt))
+        .route(
+            "/api/jobs/{id}/rounds/{round}/prompt",
+            get(api::get_round_prompt),
+        )
         .route("/api/jobs/{id}/pre-review", post(pre_review::receive))
         .route("/api/dispatch", get(api::dispatch_status))
         .route("/api/pause", post(api::pause))

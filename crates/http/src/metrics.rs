@@ -75,6 +75,18 @@ pub async fn metrics(
             series: jobs,
         });
     }
+    if gauges.iter().any(|g| g.name == "longtx_jobs") {
+        if let Ok(rounds) = state.store.round_counts().await {
+            gauges.push(Gauge {
+                name: "longtx_revision_rounds",
+                help: "Revision rounds by what started them (pre_review, changes_requested, comment) and their state.",
+                series: rounds
+                    .into_iter()
+                    .map(|(trigger, state, n)| (vec![("trigger", trigger), ("state", state)], n as f64))
+                    .collect(),
+            });
+        }
+    }
     if let Some(extra) = &state.extra_gauges {
         gauges.extend(extra());
     }

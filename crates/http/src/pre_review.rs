@@ -57,7 +57,7 @@ pub async fn receive(
         .map_err(|e| ApiError::bad_request("invalid_verdict", e.to_string()))?;
     let applied = state
         .store
-        .record_verdict(id, &verdict, state.pre_review_mode)
+        .record_verdict(id, &verdict, state.pre_review_mode, state.max_revisions)
         .await?;
     tracing::info!(job_id = id, head = %verdict.head_sha, verdict = ?verdict.verdict, applied = ?applied, "pre-review verdict");
     let (status, outcome, detail) = match applied {
@@ -68,13 +68,36 @@ pub async fn receive(
                         reviews.poke();
                     }
                 }
-                Action::Reject => {
+                Action::Reject | Action::Revise => {
                     if let Some(pre_reviews) = &state.pre_reviews {
                         pre_reviews.poke();
                     }
                 }
             }
             (StatusCode::OK, "moved", format!("{from} -> {to}"))
+        }
+        VerdictApplied::Revising {
+            round,
+            from,
+            state: now,
+        } => {
+            if now != from {
+                if let Some(reviews) = &state.reviews {
+                    reviews.poke();
+                }
+            }
+            match round {
+                Some(round) => (
+                    StatusCode::OK,
+                    "revising",
+                    format!("revision round {round} is dispatched on the PR's branch"),
+                ),
+                None => (
+                    StatusCode::OK,
+                    "revising",
+                    "a revision round is open already; it answers first".to_owned(),
+                ),
+            }
         }
         VerdictApplied::Recorded { state: s } => {
             if let Some(reviews) = &state.reviews {

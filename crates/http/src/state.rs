@@ -4,7 +4,8 @@ use longtx_core::pre_review::PreReviewMode;
 use longtx_core::{IgnoreList, IntakePolicy};
 use longtx_dashboard::Pages;
 use longtx_pipeline::{
-    LiveIgnoreList, PrOpenQueue, PreReviewQueue, PromptQueue, ReviewQueue, WontfixQueue,
+    LiveIgnoreList, PrOpenQueue, PreReviewQueue, PromptQueue, RequestQueue, ReviewQueue,
+    WontfixQueue,
 };
 use longtx_store::Store;
 use std::sync::Arc;
@@ -34,6 +35,10 @@ pub struct AppState {
     pub pr_opener: Option<PrOpenQueue>,
     /// How verdicts are applied; `Off` when no pre-review runs.
     pub pre_review_mode: PreReviewMode,
+    /// `LONGTX_MAX_REVISIONS`.
+    pub max_revisions: u32,
+    /// Woken when a person asked for a round (or to stop them).
+    pub requests: Option<RequestQueue>,
     /// More gauges for `/metrics` (the in-process collector's).
     pub extra_gauges: Option<ExtraGauges>,
 }
@@ -72,7 +77,19 @@ impl AppState {
             pre_reviews: None,
             pr_opener: None,
             pre_review_mode: PreReviewMode::Off,
+            max_revisions: longtx_core::revision::DEFAULT_MAX_REVISIONS,
+            requests: None,
         }
+    }
+
+    pub fn with_max_revisions(mut self, max: u32) -> Self {
+        self.max_revisions = max;
+        self
+    }
+
+    pub fn with_requests(mut self, queue: RequestQueue) -> Self {
+        self.requests = Some(queue);
+        self
     }
 
     /// Lets `LONGTX_DASHBOARD_TOKEN` open the pages too.

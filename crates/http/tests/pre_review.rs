@@ -237,8 +237,8 @@ async fn advisory_mode_records_a_fail_and_still_asks_people() {
     let page = t.app.store.job_page(job).await.unwrap().unwrap();
     assert_eq!(
         page.job.pre_review_verdict.as_ref().unwrap()["verdict"],
-        "fail",
-        "the verdict is kept"
+        "reject",
+        "the verdict is kept (an old `fail` reads as `reject`)"
     );
 }
 

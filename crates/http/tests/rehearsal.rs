@@ -15,7 +15,7 @@
 mod tracking;
 
 use longtx_core::pre_review::PreReviewMode;
-use longtx_testkit::github_events::run_completed;
+use longtx_testkit::github_events::{pr_comment, round_run_completed, run_completed};
 use longtx_testkit::workflow_runner::{rehearse, Actions, GithubContext, Rehearsal, Report};
 use longtx_testkit::{GitRepo, APP_SLUG};
 use std::collections::BTreeMap;
@@ -55,8 +55,18 @@ impl StandIns {
                 .any(|b| b == actor.to_ascii_lowercase())
     }
 
-    /// The agent's work: the fix the prompt asks for.
-    fn edit(workspace: &Path) {
+    /// The agent's work: the fix the prompt asks for, or in a revision
+    /// round the spec the review asked for (on top of the fix).
+    fn edit(workspace: &Path, prompt: &str) {
+        if prompt.contains("# Revision round") {
+            std::fs::create_dir_all(workspace.join("spec/models")).unwrap();
+            std::fs::write(
+                workspace.join("spec/models/order_spec.rb"),
+                "# the warehouse hears about the order after commit\n",
+            )
+            .unwrap();
+            return;
+        }
         std::fs::write(
             workspace.join("app/models/order.rb"),
             "class Order\n  after_commit :notify_warehouse\nend\n",
@@ -112,7 +122,9 @@ impl StandIns {
         }
         let may = |tool: &str| tools.iter().any(|t| t == tool);
         if may("Edit") || may("Write") || may("MultiEdit") {
-            Self::edit(&r.workspace);
+            let task =
+                std::fs::read_to_string(r.runner_temp.join("longtx/prompt.md")).unwrap_or_default();
+            Self::edit(&r.workspace, &task);
             let pattern_file = r.runner_temp.join("longtx/pattern.txt");
             if may("Write") && readable(&pattern_file) {
                 std::fs::write(pattern_file, "http-call-inside-transaction\n").unwrap();
@@ -139,9 +151,9 @@ impl StandIns {
         let prompt = with
             .get("prompt-file")
             .ok_or("prompt or prompt-file must be provided")?;
-        std::fs::read_to_string(prompt).map_err(|e| format!("{prompt}: {e}"))?;
+        let task = std::fs::read_to_string(prompt).map_err(|e| format!("{prompt}: {e}"))?;
         if with.get("sandbox").map(String::as_str) != Some("read-only") {
-            Self::edit(&r.workspace);
+            Self::edit(&r.workspace, &task);
         }
         let message =
             "Moved the call after commit.\nLongtx-Pattern: http-call-inside-transaction\n";
@@ -509,4 +521,85 @@ async fn the_pre_review_template_posts_the_structured_verdict_and_people_are_ask
         checks[0]["head_sha"],
         reviewed.pr_head_sha.unwrap().as_str()
     );
+}
+
+#[tokio::test]
+async fn the_claude_template_answers_a_revision_round_on_the_existing_branch() {
+    let actor = format!("{APP_SLUG}[bot]");
+    let (_, t, job, mut repo, _dirs) =
+        fix_round("long-transaction-fix.yml", &actor, "claude-round").await;
+    t.wait_for(job, |j| j.state == "in_review").await;
+    let number = t.github.opened_pulls()[0]["number"].as_u64().unwrap();
+    let branch = format!("longtx/{job}");
+    let remote = repo.bare();
+    let first_head = git(&remote, &["rev-parse", &branch]);
+    // A reviewer asks for a spec.
+    let ask = pr_comment(
+        number,
+        900,
+        "alice",
+        "User",
+        "/longtx revise\nAdd a spec that the warehouse hears after commit.",
+    );
+    let (_, answer) = t.deliver("issue_comment", "round-ask", &ask).await;
+    assert_eq!(answer["outcome"], "revision_requested", "{answer}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !t.github.runs().iter().any(|r| r["inputs"]["round"] == "1") {
+        assert!(std::time::Instant::now() < deadline, "no round dispatched");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let inputs = run_inputs(&t, "long-transaction-fix.yml");
+    assert_eq!(inputs["round"], "1");
+    let dirs = temp("claude-round-2");
+    let r = rehearsal(
+        &t,
+        &shipped("long-transaction-fix.yml"),
+        inputs,
+        &actor,
+        &dirs,
+    );
+    let report = run(r, &mut repo).await;
+    assert!(report.succeeded, "{report:?}");
+    let prompt = std::fs::read_to_string(dirs.0.join("runner-temp/longtx/prompt.md")).unwrap();
+    assert!(
+        prompt.contains("> Add a spec that the warehouse hears after commit."),
+        "{prompt}"
+    );
+    // One more commit on top of the first, not a new branch from main.
+    let log = git(
+        &remote,
+        &["log", "--format=%s%n%b", &format!("main..{branch}")],
+    );
+    assert_eq!(
+        git(
+            &remote,
+            &["rev-list", "--count", &format!("main..{branch}")]
+        ),
+        "2",
+        "{log}"
+    );
+    assert_eq!(
+        git(&remote, &["rev-parse", &format!("{branch}~1")]),
+        first_head
+    );
+    assert!(
+        log.starts_with("Answer review round 1 on admin/users#update"),
+        "{log}"
+    );
+    assert!(log.contains("Longtx-Round: 1"), "{log}");
+    let new_head = git(&remote, &["rev-parse", &branch]);
+
+    t.deliver(
+        "workflow_run",
+        "round-1-done",
+        &round_run_completed(job, 1, 9002, "success"),
+    )
+    .await;
+    let reviewed = t
+        .wait_for(job, |j| j.pr_head_sha.as_deref() == Some(new_head.as_str()))
+        .await;
+    assert_eq!(reviewed.pr_head_sha.as_deref(), Some(new_head.as_str()));
+    let rounds = t.app.store.rounds_of(job).await.unwrap();
+    assert_eq!(rounds[0].state, "pushed", "{rounds:?}");
+    assert_eq!(rounds[0].head_after.as_deref(), Some(new_head.as_str()));
 }

@@ -174,6 +174,7 @@ async fn start_dispatcher(
                     idle_poll: Duration::from_secs(5),
                     timeout: config.reviews.pre_review_timeout,
                     mode: config.reviews.pre_review,
+                    max_revisions: config.reviews.max_revisions,
                 },
                 github.clone(),
             );
@@ -200,6 +201,21 @@ async fn start_dispatcher(
             },
         );
         state = state.with_pr_opener(opener);
+        let requests = longtx_pipeline::spawn_request_worker(
+            store.clone(),
+            longtx_pipeline::RequestSettings {
+                repo: settings.repo.clone(),
+                lease: Duration::from_secs(120),
+                idle_poll: Duration::from_secs(5),
+                mode: config.reviews.pre_review,
+                max_revisions: config.reviews.max_revisions,
+                caps: settings.caps,
+            },
+            github.clone(),
+        );
+        state = state
+            .with_requests(requests)
+            .with_max_revisions(config.reviews.max_revisions);
     }
     longtx_pipeline::spawn_dispatcher(store.clone(), settings, github);
     Ok(state)

@@ -91,7 +91,12 @@ async fn a_deployment_set_up_as_readme_says_passes() {
     github.set_actions_secrets(&["ANTHROPIC_API_KEY"]);
     github.set_app_hook(
         &format!("{PUBLIC_URL}/webhooks/github"),
-        &["pull_request", "workflow_run"],
+        &[
+            "pull_request",
+            "workflow_run",
+            "pull_request_review",
+            "issue_comment",
+        ],
     );
     // Labels are missing at first: --fix creates them.
     let (ok, report) = doctor(&github, &db, &[]).await;
@@ -123,7 +128,7 @@ async fn every_misconfiguration_is_named_with_its_fix() {
     .unwrap();
     let renamed = longtx_testkit::shipped_workflow("long-transaction-fix.yml")
         .replace(
-            "run-name: \"longtx job ${{ inputs.job_id }}: ${{ inputs.query_source }}\"",
+            "run-name: \"longtx job ${{ inputs.job_id }} round ${{ inputs.round }}: ${{ inputs.query_source }}\"",
             "run-name: \"Fix ${{ inputs.query_source }}\"",
         )
         .replace("      prompt_sha256:\n", "      prompt_hash:\n");

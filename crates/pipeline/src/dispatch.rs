@@ -11,7 +11,9 @@
 //! records it instead of dispatching again.
 
 use longtx_core::JobState;
-use longtx_github::{retry, run_is_for_job, Dispatch, GitHub, GitHubError, RepoName, Run};
+use longtx_github::{
+    retry, run_is_for_job, run_is_for_round, Dispatch, GitHub, GitHubError, RepoName, Run,
+};
 use longtx_store::{Caps, Claim, ClaimedJob, Store};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -61,11 +63,18 @@ pub fn spawn_dispatcher<G: GitHub>(
     })
 }
 
-struct Dispatcher<G> {
-    store: Store,
-    settings: Arc<DispatchSettings>,
-    github: Option<Arc<G>>,
+pub(crate) struct Dispatcher<G> {
+    pub(crate) store: Store,
+    pub(crate) settings: Arc<DispatchSettings>,
+    pub(crate) github: Option<Arc<G>>,
     default_branch: OnceCell<String>,
+}
+
+/// What a dispatch is for: a job's first run, or one of its rounds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Target {
+    Job(i64),
+    Round(i64, u32),
 }
 
 impl<G: GitHub> Dispatcher<G> {
@@ -76,13 +85,19 @@ impl<G: GitHub> Dispatcher<G> {
             let token = random_token();
             match self
                 .store
-                .claim_job(self.settings.caps, self.settings.lease, &token)
+                .claim_dispatch(self.settings.caps, self.settings.lease, &token)
                 .await
             {
                 Ok(Claim::Job(job)) => {
                     last_blocked = None;
                     let span = tracing::info_span!("dispatch", job_id = job.id, query_source = %job.query_source);
                     self.dispatch(job).instrument(span).await;
+                    continue;
+                }
+                Ok(Claim::Round(round)) => {
+                    last_blocked = None;
+                    let span = tracing::info_span!("round", job_id = round.job_id, round = round.round, query_source = %round.query_source);
+                    self.dispatch_round(round).instrument(span).await;
                     continue;
                 }
                 Ok(Claim::Blocked(reason)) => {
@@ -96,6 +111,7 @@ impl<G: GitHub> Dispatcher<G> {
             }
             if last_run_check.elapsed() >= self.settings.run_poll {
                 self.check_running().await;
+                self.check_rounds().await;
                 last_run_check = tokio::time::Instant::now();
             }
             tokio::time::sleep(self.settings.idle_poll).await;
@@ -144,30 +160,39 @@ impl<G: GitHub> Dispatcher<G> {
             }
         };
         let (dispatch, record) = self.request(&job, &git_ref);
-        // An earlier claim may have dispatched and died before recording.
-        if job.attempts > 1 {
-            match self.existing_run(github, job.id).await {
-                Ok(Some(run)) => {
-                    return self
-                        .record(
-                            &job,
-                            Some(run),
-                            &record,
-                            "found the run of an earlier attempt",
-                        )
-                        .await
-                }
-                Ok(None) => {}
-                Err(err) => return self.fail_or_leave(&job, err, &record).await,
+        match self
+            .send(github, &dispatch, Target::Job(job.id), job.attempts)
+            .await
+        {
+            Ok((run, outcome)) => self.record(&job, run, &record, outcome).await,
+            Err(err) => self.fail_or_leave(&job, err, &record).await,
+        }
+    }
+
+    /// Sends a dispatch with the crash-safe lookup around it: when an
+    /// earlier claim may have dispatched (`attempts` > 1) its run is looked
+    /// for first, and after a server error, which may have created the run
+    /// anyway. Rate limits and server errors are retried, the lease renewed
+    /// while waiting.
+    pub(crate) async fn send(
+        &self,
+        github: &G,
+        dispatch: &Dispatch,
+        target: Target,
+        attempts: i32,
+    ) -> Result<(Option<Run>, &'static str), GitHubError> {
+        if attempts > 1 {
+            if let Some(run) = self.existing(github, target).await? {
+                return Ok((Some(run), "found the run of an earlier attempt"));
             }
         }
         let mut attempt = 1;
         loop {
             match github
-                .dispatch_workflow(&self.settings.repo, &dispatch)
+                .dispatch_workflow(&self.settings.repo, dispatch)
                 .await
             {
-                Ok(run) => return self.record(&job, run, &record, "dispatched").await,
+                Ok(run) => return Ok((run, "dispatched")),
                 Err(err) => {
                     let Some(wait) = retry::delay_with_floor(
                         &err,
@@ -175,23 +200,24 @@ impl<G: GitHub> Dispatcher<G> {
                         retry::jitter(),
                         self.settings.secondary_floor,
                     ) else {
-                        return self.fail_or_leave(&job, err, &record).await;
+                        return Err(err);
                     };
                     tracing::warn!(error = %err, attempt, wait_ms = wait.as_millis() as u64, "dispatch failed; retrying");
                     if wait * 2 > self.settings.lease {
-                        let _ = self
-                            .store
-                            .renew_lease(job.id, wait + self.settings.lease)
-                            .await;
+                        let lease = wait + self.settings.lease;
+                        let _ = match target {
+                            Target::Job(id) => self.store.renew_lease(id, lease).await.map(drop),
+                            Target::Round(id, round) => {
+                                self.store.renew_round_lease(id, round, lease).await
+                            }
+                        };
                     }
                     tokio::time::sleep(wait).await;
                     attempt += 1;
                     // A 5xx or a time-out may still have created the run.
                     if let GitHubError::Unavailable(_) = err {
-                        if let Ok(Some(run)) = self.existing_run(github, job.id).await {
-                            return self
-                                .record(&job, Some(run), &record, "found the run after an error")
-                                .await;
+                        if let Ok(Some(run)) = self.existing(github, target).await {
+                            return Ok((Some(run), "found the run after an error"));
                         }
                     }
                 }
@@ -199,7 +225,7 @@ impl<G: GitHub> Dispatcher<G> {
         }
     }
 
-    async fn git_ref(&self, github: &G) -> Result<String, GitHubError> {
+    pub(crate) async fn git_ref(&self, github: &G) -> Result<String, GitHubError> {
         if let Some(git_ref) = &self.settings.git_ref {
             return Ok(git_ref.clone());
         }
@@ -210,10 +236,22 @@ impl<G: GitHub> Dispatcher<G> {
     }
 
     async fn existing_run(&self, github: &G, job_id: i64) -> Result<Option<Run>, GitHubError> {
+        self.existing(github, Target::Job(job_id)).await
+    }
+
+    /// The run already dispatched for `target`, found by its name.
+    pub(crate) async fn existing(
+        &self,
+        github: &G,
+        target: Target,
+    ) -> Result<Option<Run>, GitHubError> {
         let runs = github
             .recent_runs(&self.settings.repo, &self.settings.workflow)
             .await?;
-        Ok(runs.into_iter().find(|run| run_is_for_job(run, job_id)))
+        Ok(runs.into_iter().find(|run| match target {
+            Target::Job(id) => run_is_for_job(run, id),
+            Target::Round(id, round) => run_is_for_round(run, id, round),
+        }))
     }
 
     async fn record(
@@ -332,6 +370,10 @@ impl<G: GitHub> Dispatcher<G> {
 /// doctor` checks a user's copy against.
 pub fn fix_inputs(job: &ClaimedJob, public_url: &str) -> BTreeMap<String, String> {
     let mut inputs = BTreeMap::new();
+    // Round 0 is the first run; rounds 1, 2, ... answer reviews on the
+    // same branch (see `rounds.rs`).
+    inputs.insert("round".to_owned(), "0".to_owned());
+    inputs.insert("findings".to_owned(), String::new());
     inputs.insert("job_id".to_owned(), job.id.to_string());
     inputs.insert("query_source".to_owned(), job.query_source.clone());
     inputs.insert(
@@ -358,7 +400,7 @@ pub fn fix_inputs(job: &ClaimedJob, public_url: &str) -> BTreeMap<String, String
 }
 
 /// A per-job secret for the prompt fetch: 32 random bytes, hex.
-fn random_token() -> String {
+pub(crate) fn random_token() -> String {
     use std::io::Read;
     let mut bytes = [0u8; 32];
     std::fs::File::open("/dev/urandom")
@@ -367,7 +409,7 @@ fn random_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn count_dispatch(mode: &str) {
+pub(crate) fn count_dispatch(mode: &str) {
     longtx_metrics::inc(
         "longtx_dispatches_total",
         "Jobs dispatched to the agent workflow (`dry_run`: recorded, not sent).",

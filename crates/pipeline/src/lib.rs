@@ -7,7 +7,9 @@ mod ignore;
 mod pr_opener;
 mod pre_review;
 mod prompts;
+mod requests;
 mod reviewers;
+mod rounds;
 mod wontfix;
 mod workers;
 
@@ -16,9 +18,11 @@ pub use ignore::LiveIgnoreList;
 pub use pr_opener::{spawn_pr_opener, AfterOpen, PrOpenQueue, PrOpenSettings};
 pub use pre_review::{pre_review_inputs, spawn_pre_reviewer, PreReviewQueue, PreReviewSettings};
 pub use prompts::{facts_of, spawn_prompt_worker, PromptQueue};
+pub use requests::{spawn_request_worker, RequestQueue, RequestSettings};
 pub use reviewers::{
     comment_marker, configured_login, history_reason, owner_candidates, spawn_reviewer,
     ReviewQueue, ReviewSettings,
 };
+pub use rounds::round_inputs;
 pub use wontfix::{spawn_wontfix_worker, WontfixQueue, WontfixSettings};
 pub use workers::stop_workers;

@@ -27,6 +27,8 @@ pub struct PreReviewSettings {
     pub timeout: Duration,
     /// How verdicts (and so a timeout's "no verdict") are applied.
     pub mode: PreReviewMode,
+    /// `LONGTX_MAX_REVISIONS`: rounds the pre-review may start on one PR.
+    pub max_revisions: u32,
 }
 
 /// Wakes the worker when a PR waits for a run or a verdict failed.
@@ -110,7 +112,12 @@ impl<G: GitHub> Worker<G> {
             let verdict = timed_out(&head, self.settings.timeout);
             match self
                 .store
-                .record_verdict(job_id, &verdict, self.settings.mode)
+                .record_verdict(
+                    job_id,
+                    &verdict,
+                    self.settings.mode,
+                    self.settings.max_revisions,
+                )
                 .await
             {
                 Ok(applied) => {
@@ -198,8 +205,13 @@ impl<G: GitHub> Worker<G> {
     }
 
     async fn close(&self, claim: CloseClaim) {
-        let marker = rejection_marker(claim.job_id, &claim.verdict.head_sha);
-        let body = rejection_comment(claim.job_id, &claim.verdict);
+        let head = claim
+            .history
+            .last()
+            .map(|v| v.head_sha.as_str())
+            .unwrap_or("");
+        let marker = rejection_marker(claim.job_id, head);
+        let body = rejection_comment(claim.job_id, &claim.history, &claim.why);
         let repo = &self.settings.repo;
         let done = async {
             // Always look for the marker: a crash may fall between comment and record.

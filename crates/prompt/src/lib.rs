@@ -8,10 +8,14 @@
 
 pub mod locate;
 pub mod render;
+pub mod round;
 mod sanitize;
 
 pub use locate::{explain_none, locate, Candidate};
-pub use render::{JobFacts, PromptError, PromptRenderer, RenderedPrompt, DEFAULT_BUDGET_BYTES};
+pub use render::{
+    hex_sha256, JobFacts, PromptError, PromptRenderer, RenderedPrompt, DEFAULT_BUDGET_BYTES,
+};
+pub use round::{round_prompt, RoundFacts};
 
 use std::path::PathBuf;
 

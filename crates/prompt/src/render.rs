@@ -120,7 +120,7 @@ const MIN_FULL_SCORE: u32 = 2;
 /// Markdown headings two levels deeper (`## Problem` → `#### Problem`),
 /// outside code fences, so a pattern's sections sit under the prompt's
 /// `## Fix patterns that fit` instead of beside it.
-fn demote_headings(body: &str) -> String {
+pub(crate) fn demote_headings(body: &str) -> String {
     let mut fenced = false;
     body.lines()
         .map(|line| {
@@ -352,7 +352,7 @@ fn error_chain(err: &dyn std::error::Error) -> String {
     message
 }
 
-fn hex_sha256(bytes: &[u8]) -> String {
+pub fn hex_sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))

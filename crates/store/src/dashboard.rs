@@ -5,6 +5,7 @@
 
 use crate::dispatch::dispatch_counts;
 use crate::jobs::{events_of, jobs_by_state_on, list_jobs_on, JOB_COLUMNS};
+use crate::rounds::{prs_by_rounds, rounds_on, RoundRow};
 use crate::{AlertEventRow, DispatchStatus, JobFilter, JobRow, Store, StoreError};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
@@ -71,6 +72,8 @@ pub struct Dashboard {
     pub reviewers: Vec<ReviewerLoad>,
     pub dispatch: DispatchStatus,
     pub jobs: Vec<JobRow>,
+    /// Fix PRs by the revision rounds they took: (0, 1, 2, 3 or more).
+    pub prs_by_rounds: Vec<(i32, i64)>,
 }
 
 /// A job with everything its page shows.
@@ -80,6 +83,28 @@ pub struct JobPage {
     pub events: Vec<AlertEventRow>,
     pub prompt: Option<String>,
     pub dispatches: Vec<DispatchRecord>,
+    pub rounds: Vec<RoundRow>,
+    /// The pre-review's verdicts acted on, oldest first.
+    pub verdicts: Vec<VerdictRecord>,
+    pub requests: Vec<RequestRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct VerdictRecord {
+    pub received_at: DateTime<Utc>,
+    pub head_sha: String,
+    pub outcome: String,
+    pub verdict: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct RequestRecord {
+    pub created_at: DateTime<Utc>,
+    pub login: String,
+    pub kind: String,
+    pub source: String,
+    pub state: String,
+    pub answer: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -165,6 +190,7 @@ impl Store {
         .await?;
         let dispatch = dispatch_counts(&mut tx).await?;
         let jobs = list_jobs_on(&mut tx, &query.jobs).await?;
+        let prs_by_rounds = prs_by_rounds(&mut tx).await?;
         tx.commit().await?;
         Ok(Dashboard {
             today,
@@ -175,6 +201,7 @@ impl Store {
             reviewers,
             dispatch,
             jobs,
+            prs_by_rounds,
         })
     }
 
@@ -198,12 +225,30 @@ impl Store {
         .bind(id)
         .fetch_all(&mut *tx)
         .await?;
+        let rounds = rounds_on(&mut tx, id).await?;
+        let verdicts = sqlx::query_as::<_, VerdictRecord>(
+            "SELECT received_at, head_sha, outcome, verdict FROM pre_review_verdicts \
+             WHERE job_id = $1 AND acted ORDER BY id LIMIT 50",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let requests = sqlx::query_as::<_, RequestRecord>(
+            "SELECT created_at, login, kind, source, state, answer FROM revision_requests \
+             WHERE job_id = $1 ORDER BY id LIMIT 50",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(Some(JobPage {
             job,
             events,
             prompt,
             dispatches,
+            rounds,
+            verdicts,
+            requests,
         }))
     }
 }

@@ -33,6 +33,8 @@ pub struct ClaimedJob {
 #[derive(Debug, Clone)]
 pub enum Claim {
     Job(ClaimedJob),
+    /// A revision round of a job whose PR is open.
+    Round(crate::RoundClaim),
     /// Nothing is waiting.
     Idle,
     /// Jobs wait, and this is why (a cap or the pause).
@@ -52,10 +54,11 @@ pub struct DispatchStatus {
 }
 
 impl Store {
-    /// Claims the next dispatchable job: a queued job with a prompt, or a
-    /// dispatching job whose lease ran out (its dispatcher died). Caps and
-    /// the pause hold back queued jobs, whose `state_reason` then says why.
-    pub async fn claim_job(
+    /// Claims the next dispatch: a job or revision round whose dispatcher
+    /// died (its lease ran out), else a queued round (people wait on its
+    /// PR), else a queued job with a prompt. Caps and the pause hold back
+    /// queued work, whose `state_reason` then says why.
+    pub async fn claim_dispatch(
         &self,
         caps: Caps,
         lease: Duration,
@@ -75,8 +78,39 @@ impl Store {
         let id: Option<i64> = match expired {
             Some(row) => Some(row.try_get("id")?),
             None => {
+                // A round waits only while its PR is open.
+                sqlx::query(
+                    "UPDATE revision_rounds r SET state = 'cancelled', ended_at = now(), \
+                         state_reason = 'the PR was no longer open when the round could start' \
+                     FROM jobs j WHERE j.id = r.job_id AND r.state = 'queued' \
+                       AND j.state NOT IN ('pre_review', 'in_review')",
+                )
+                .execute(&mut *tx)
+                .await?;
+                let round = sqlx::query(
+                    "SELECT job_id, round, state FROM revision_rounds \
+                     WHERE (state = 'dispatching' AND lease_until < now()) OR state = 'queued' \
+                     ORDER BY state = 'queued', job_id, round LIMIT 1 FOR UPDATE SKIP LOCKED",
+                )
+                .fetch_optional(&mut *tx)
+                .await?;
                 let status = dispatch_counts(&mut tx).await?;
-                if let Some(reason) = blocked_reason(&status, caps) {
+                let blocked = blocked_reason(&status, caps);
+                if let Some(r) = &round {
+                    let queued = r.try_get::<String, _>("state")? == "queued";
+                    if !queued || blocked.is_none() {
+                        let claim = crate::rounds::claim(
+                            &mut tx,
+                            r.try_get("job_id")?,
+                            r.try_get("round")?,
+                            lease,
+                        )
+                        .await?;
+                        tx.commit().await?;
+                        return Ok(Claim::Round(claim));
+                    }
+                }
+                if let Some(reason) = blocked {
                     sqlx::query(
                         "UPDATE jobs SET state_reason = $1 \
                          WHERE state = 'queued' AND state_reason IS DISTINCT FROM $1",
@@ -84,8 +118,15 @@ impl Store {
                     .bind(&reason)
                     .execute(&mut *tx)
                     .await?;
+                    sqlx::query(
+                        "UPDATE revision_rounds SET state_reason = $1 \
+                         WHERE state = 'queued' AND state_reason IS DISTINCT FROM $1",
+                    )
+                    .bind(&reason)
+                    .execute(&mut *tx)
+                    .await?;
                     tx.commit().await?;
-                    return Ok(if status.queued > 0 {
+                    return Ok(if status.queued > 0 || round.is_some() {
                         Claim::Blocked(reason)
                     } else {
                         Claim::Idle
@@ -306,9 +347,12 @@ pub(crate) async fn dispatch_counts(
     let row = sqlx::query(
         "SELECT \
            COALESCE((SELECT enabled FROM service_flags WHERE name = 'dispatch_paused'), false) AS paused, \
-           (SELECT count(*) FROM jobs WHERE dispatched_at >= date_trunc('day', now())) AS today, \
-           (SELECT count(*) FROM jobs WHERE state = 'dispatching' AND dispatched_at IS NULL) AS in_flight, \
-           (SELECT count(*) FROM jobs WHERE state IN ('dispatching', 'agent_running')) AS running, \
+           (SELECT count(*) FROM jobs WHERE dispatched_at >= date_trunc('day', now())) \
+             + (SELECT count(*) FROM revision_rounds WHERE dispatched_at >= date_trunc('day', now())) AS today, \
+           (SELECT count(*) FROM jobs WHERE state = 'dispatching' AND dispatched_at IS NULL) \
+             + (SELECT count(*) FROM revision_rounds WHERE state = 'dispatching' AND dispatched_at IS NULL) AS in_flight, \
+           (SELECT count(*) FROM jobs WHERE state IN ('dispatching', 'agent_running')) \
+             + (SELECT count(*) FROM revision_rounds WHERE state IN ('dispatching', 'running')) AS running, \
            (SELECT count(*) FROM jobs WHERE state = 'queued') AS queued",
     )
     .fetch_one(&mut *conn)
@@ -323,7 +367,7 @@ pub(crate) async fn dispatch_counts(
 }
 
 /// Why queued jobs must wait now, if they must.
-fn blocked_reason(status: &DispatchStatus, caps: Caps) -> Option<String> {
+pub(crate) fn blocked_reason(status: &DispatchStatus, caps: Caps) -> Option<String> {
     if status.paused {
         Some("waiting: dispatch is paused".to_owned())
     } else if status.dispatched_today + status.in_flight >= caps.max_per_day {
@@ -341,7 +385,7 @@ fn blocked_reason(status: &DispatchStatus, caps: Caps) -> Option<String> {
     }
 }
 
-async fn insert_dispatch(
+pub(crate) async fn insert_dispatch(
     conn: &mut sqlx::PgConnection,
     job_id: i64,
     dry_run: bool,

@@ -14,11 +14,13 @@ mod pr_open;
 mod pre_review;
 mod prompts;
 mod pulls;
+mod requests;
+mod rounds;
 mod wontfix;
 
 pub use dashboard::{
-    Dashboard, DashboardQuery, DayFigure, DispatchRecord, JobPage, ReviewerLoad, SourceSeries,
-    WeekFigure,
+    Dashboard, DashboardQuery, DayFigure, DispatchRecord, JobPage, RequestRecord, ReviewerLoad,
+    SourceSeries, VerdictRecord, WeekFigure,
 };
 pub use dispatch::{Caps, Claim, ClaimedJob, DispatchStatus};
 pub use intake::{IntakeAction, IntakeRecord, RecordedOutcome};
@@ -28,6 +30,8 @@ pub use pr_open::PrOpenClaim;
 pub use pre_review::{CloseClaim, PreReviewClaim, VerdictApplied};
 pub use prompts::StoredPrompt;
 pub use pulls::{Applied, Delivery, PrFacts, ReviewClaim};
+pub use requests::{NewRequest, RequestClaim};
+pub use rounds::{RoundClaim, RoundEnd, RoundEnded, RoundRow};
 pub use sqlx::postgres::PgConnectOptions;
 pub use wontfix::{IgnoredSource, WontfixClaim, WontfixOutcome};
 

@@ -2,8 +2,10 @@
 //! verdicts received, and the closing of PRs that failed. Dispatching and
 //! closing happen between these calls, with no connection held.
 
+use crate::rounds::{budget, start_round, NewRound};
 use crate::{Store, StoreError};
-use longtx_core::pre_review::{decide, Action, PreReviewMode, Verdict};
+use longtx_core::pre_review::{decide, Action, Outcome, PreReviewMode, Verdict};
+use longtx_core::revision::{Finding, Trigger};
 use longtx_core::JobState;
 use sqlx::Row;
 use std::time::Duration;
@@ -21,12 +23,15 @@ pub struct PreReviewClaim {
     pub attempts: i32,
 }
 
-/// A PR to close after a failed verdict.
+/// A PR to close after the pre-review failed it.
 #[derive(Debug, Clone)]
 pub struct CloseClaim {
     pub job_id: i64,
     pub pr_number: u64,
-    pub verdict: Verdict,
+    /// Every verdict acted on for this PR, oldest first (one per round).
+    pub history: Vec<Verdict>,
+    /// Why it ends here (the job's `state_reason`).
+    pub why: String,
 }
 
 /// What a verdict did.
@@ -40,6 +45,14 @@ pub enum VerdictApplied {
     },
     /// Recorded; the state stays (a pass for a head already in review).
     Recorded {
+        state: JobState,
+    },
+    /// A revision round begins (`None`: one is open already, which answers
+    /// first). `state` is the job's state now (`in_review` in advisory
+    /// mode, where people are asked at the same time).
+    Revising {
+        round: Option<u32>,
+        from: JobState,
         state: JobState,
     },
     /// A verdict for this head was already applied.
@@ -130,12 +143,14 @@ impl Store {
     }
 
     /// Applies a verdict in one transaction: checked against the PR's
-    /// current head, once per head, then the state change `mode` calls for.
+    /// current head, once per head, then what `mode` and the PR's rounds so
+    /// far (at most `max_revisions` started by the pre-review) call for.
     pub async fn record_verdict(
         &self,
         job_id: i64,
         verdict: &Verdict,
         mode: PreReviewMode,
+        max_revisions: u32,
     ) -> Result<VerdictApplied, StoreError> {
         let mut tx = self.begin().await?;
         let Some(row) = sqlx::query(
@@ -161,29 +176,39 @@ impl Store {
         } else if !matches!(state, JobState::PreReview | JobState::InReview) {
             VerdictApplied::NotAwaiting { state }
         } else {
+            let budget = budget(&mut tx, job_id, max_revisions).await?;
+            let action = decide(mode, verdict, &budget);
             apply_verdict(
-                &mut tx,
-                job_id,
-                state,
-                &json,
-                decide(mode, verdict),
-                verdict,
+                &mut tx, job_id, state, &json, action, verdict, mode, budget.max,
             )
             .await?
         };
         let outcome = match &applied {
             VerdictApplied::Moved { to, .. } => format!("moved to {to}"),
             VerdictApplied::Recorded { .. } => "recorded".to_owned(),
+            VerdictApplied::Revising {
+                round: Some(round), ..
+            } => format!("revision round {round}"),
+            VerdictApplied::Revising { round: None, .. } => {
+                "revise: a round is open already".to_owned()
+            }
             VerdictApplied::Duplicate => "duplicate".to_owned(),
             VerdictApplied::Stale { .. } => "stale head".to_owned(),
             VerdictApplied::NotAwaiting { state } => format!("job is {state}"),
             VerdictApplied::UnknownJob => unreachable!("returned above"),
         };
-        sqlx::query("INSERT INTO pre_review_verdicts (job_id, head_sha, verdict, outcome) VALUES ($1, $2, $3, $4)")
+        let acted = matches!(
+            applied,
+            VerdictApplied::Moved { .. }
+                | VerdictApplied::Recorded { .. }
+                | VerdictApplied::Revising { .. }
+        );
+        sqlx::query("INSERT INTO pre_review_verdicts (job_id, head_sha, verdict, outcome, acted) VALUES ($1, $2, $3, $4, $5)")
             .bind(job_id)
             .bind(&verdict.head_sha)
             .bind(&json)
             .bind(&outcome)
+            .bind(acted)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -221,18 +246,40 @@ impl Store {
              WHERE id = (SELECT id FROM jobs WHERE pre_review_close = 'pending' AND state = 'rejected_by_review' AND pr_number IS NOT NULL \
                            AND (pre_review_lease_until IS NULL OR pre_review_lease_until < now()) \
                          ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
-             RETURNING id, pr_number, pre_review_verdict",
+             RETURNING id, pr_number, pre_review_verdict, state_reason",
         )
         .bind(lease.as_secs_f64())
         .fetch_optional(self.pool())
         .await?;
         let Some(r) = row else { return Ok(None) };
-        let verdict: serde_json::Value = r.try_get("pre_review_verdict")?;
+        let job_id: i64 = r.try_get("id")?;
+        let mut history = self.verdict_history(job_id).await?;
+        if history.is_empty() {
+            let last: serde_json::Value = r.try_get("pre_review_verdict")?;
+            history.push(serde_json::from_value(last).map_err(|e| sqlx::Error::Decode(e.into()))?);
+        }
         Ok(Some(CloseClaim {
-            job_id: r.try_get("id")?,
+            job_id,
             pr_number: r.try_get::<i64, _>("pr_number")? as u64,
-            verdict: serde_json::from_value(verdict).map_err(|e| sqlx::Error::Decode(e.into()))?,
+            history,
+            why: r
+                .try_get::<Option<String>, _>("state_reason")?
+                .unwrap_or_else(|| "it did not pass all three checks".to_owned()),
         }))
+    }
+
+    /// The verdicts acted on for a job, oldest first.
+    pub async fn verdict_history(&self, job_id: i64) -> Result<Vec<Verdict>, StoreError> {
+        let values: Vec<serde_json::Value> = sqlx::query_scalar(
+            "SELECT verdict FROM pre_review_verdicts WHERE job_id = $1 AND acted ORDER BY id",
+        )
+        .bind(job_id)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(values
+            .into_iter()
+            .filter_map(|v| serde_json::from_value(v).ok())
+            .collect())
     }
 
     pub async fn finish_pre_review_close(&self, job_id: i64) -> Result<(), StoreError> {
@@ -243,29 +290,32 @@ impl Store {
         Ok(())
     }
 
-    /// The reasons of the source's latest rejected attempt, for the next
-    /// attempt's prompt.
+    /// The reasons of every round of the source's latest rejected attempt,
+    /// for the next attempt's prompt.
     pub async fn rejection_reasons(
         &self,
         query_source: &str,
         before_job: i64,
     ) -> Result<Vec<String>, StoreError> {
-        let verdict: Option<serde_json::Value> = sqlx::query_scalar(
-            "SELECT pre_review_verdict FROM jobs WHERE source_key = $1 AND id < $2 \
-               AND state = 'rejected_by_review' AND pre_review_verdict IS NOT NULL ORDER BY id DESC LIMIT 1",
+        let values: Vec<serde_json::Value> = sqlx::query_scalar(
+            "SELECT v.verdict FROM pre_review_verdicts v \
+             WHERE v.acted AND v.job_id = (SELECT id FROM jobs WHERE source_key = $1 AND id < $2 \
+                   AND state = 'rejected_by_review' ORDER BY id DESC LIMIT 1) \
+             ORDER BY v.id",
         )
         .bind(longtx_core::query_source::canonical(query_source))
         .bind(before_job)
-        .fetch_optional(self.pool())
-        .await?
-        .flatten();
-        Ok(verdict
-            .and_then(|v| serde_json::from_value::<Verdict>(v).ok())
-            .map(|v| longtx_core::pre_review::prompt_note(&v))
-            .unwrap_or_default())
+        .fetch_all(self.pool())
+        .await?;
+        let history: Vec<Verdict> = values
+            .into_iter()
+            .filter_map(|v| serde_json::from_value(v).ok())
+            .collect();
+        Ok(longtx_core::pre_review::prompt_note(&history))
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn apply_verdict(
     tx: &mut sqlx::PgConnection,
     job_id: i64,
@@ -273,8 +323,58 @@ async fn apply_verdict(
     json: &serde_json::Value,
     action: Action,
     verdict: &Verdict,
+    mode: PreReviewMode,
+    max_revisions: u32,
 ) -> Result<VerdictApplied, StoreError> {
     match action {
+        Action::Revise => {
+            let findings: Vec<Finding> = verdict
+                .reasons
+                .iter()
+                .map(|r| Finding {
+                    file: None,
+                    line: None,
+                    text: r.clone(),
+                })
+                .chain(verdict.findings.iter().cloned())
+                .collect();
+            let round = start_round(
+                tx,
+                job_id,
+                &NewRound {
+                    trigger: Trigger::PreReview,
+                    request_id: None,
+                    requested_by: None,
+                    mode: mode_name(mode),
+                    head_before: &verdict.head_sha,
+                    findings: &findings,
+                    request: "",
+                },
+            )
+            .await?;
+            // In advisory mode people are asked at once, rounds or not.
+            let ask_people = mode == PreReviewMode::Advisory;
+            sqlx::query(
+                "UPDATE jobs SET pre_review_state = 'judged', pre_review_verdict = $2, pre_review_lease_until = NULL, \
+                     state = CASE WHEN $3 THEN 'in_review' ELSE state END, updated_at = now(), \
+                     reviewers_state = CASE WHEN $3 THEN COALESCE(reviewers_state, 'pending') ELSE reviewers_state END \
+                 WHERE id = $1",
+            )
+            .bind(job_id)
+            .bind(json)
+            .bind(ask_people)
+            .execute(&mut *tx)
+            .await?;
+            Ok(VerdictApplied::Revising {
+                round,
+                from: state,
+                state: if ask_people {
+                    JobState::InReview
+                } else {
+                    state
+                },
+            })
+        }
         Action::RequestReviewers => {
             sqlx::query(
                 "UPDATE jobs SET pre_review_state = 'judged', pre_review_verdict = $2, pre_review_lease_until = NULL, \
@@ -297,11 +397,21 @@ async fn apply_verdict(
             })
         }
         Action::Reject => {
-            let reason = verdict
-                .reasons
-                .first()
-                .map(|r| r.chars().take(300).collect::<String>())
-                .unwrap_or_default();
+            let reason = if verdict.verdict == Outcome::Revise {
+                format!(
+                    "it still needs changes after {max_revisions} revision round{} (LONGTX_MAX_REVISIONS)",
+                    if max_revisions == 1 { "" } else { "s" }
+                )
+            } else {
+                let first = longtx_core::pre_review::verdict_lines(verdict)
+                    .into_iter()
+                    .next()
+                    .unwrap_or_default();
+                format!(
+                    "it was rejected: {}",
+                    first.chars().take(300).collect::<String>()
+                )
+            };
             sqlx::query(
                 "UPDATE jobs SET pre_review_state = 'judged', pre_review_verdict = $2, pre_review_lease_until = NULL, \
                      pre_review_close = 'pending', state = 'rejected_by_review', state_reason = $3, \
@@ -310,7 +420,7 @@ async fn apply_verdict(
             )
             .bind(job_id)
             .bind(json)
-            .bind(format!("pre-review failed: {reason}"))
+            .bind(reason)
             .execute(&mut *tx)
             .await?;
             Ok(VerdictApplied::Moved {
@@ -319,5 +429,13 @@ async fn apply_verdict(
                 action,
             })
         }
+    }
+}
+
+pub(crate) fn mode_name(mode: PreReviewMode) -> &'static str {
+    match mode {
+        PreReviewMode::On => "on",
+        PreReviewMode::Off => "off",
+        PreReviewMode::Advisory => "advisory",
     }
 }

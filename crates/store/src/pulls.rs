@@ -57,6 +57,14 @@ pub enum Applied {
     },
     /// The agent's run ended well: longtx now opens (or finds) the PR.
     PrOpenRequested,
+    /// A person's revision request or `/longtx stop` was recorded; the
+    /// request worker answers it. `new` is false for a second delivery of
+    /// the same review or comment.
+    RevisionRequested {
+        new: bool,
+    },
+    /// A revision round's run ended: the round is checked or ended.
+    RoundRunEnded,
 }
 
 impl Applied {
@@ -71,6 +79,9 @@ impl Applied {
             Applied::WontfixRequested => "wontfix_requested",
             Applied::WontfixPrClosed { .. } => "wontfix_pr_closed",
             Applied::PrOpenRequested => "pr_open_requested",
+            Applied::RevisionRequested { new: true } => "revision_requested",
+            Applied::RevisionRequested { new: false } => "request_seen_before",
+            Applied::RoundRunEnded => "round_run_ended",
         }
     }
 }
@@ -99,21 +110,8 @@ impl Store {
         gate: ReviewGate,
         detail: &str,
     ) -> Result<Applied, StoreError> {
-        // Everything here came from a signed but arbitrary body: PostgreSQL
-        // refuses NUL in text, and logs should not carry control bytes.
-        let action = delivery.action.map(one_line);
         let mut tx = self.begin().await?;
-        let inserted = sqlx::query(
-            "INSERT INTO github_deliveries (delivery_id, event, action, job_id, outcome) \
-             VALUES ($1, $2, $3, NULL, 'processing') ON CONFLICT DO NOTHING",
-        )
-        .bind(one_line(delivery.id))
-        .bind(one_line(delivery.event))
-        .bind(action)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if inserted == 0 {
+        if !record_delivery(&mut tx, delivery).await? {
             return Ok(Applied::Duplicate);
         }
         let applied = match (job_id, event) {
@@ -125,20 +123,8 @@ impl Store {
             Applied::Conflict { other_job } => format!("conflict: job {other_job} is active"),
             other => other.as_str().to_owned(),
         };
-        let outcome = if detail.is_empty() {
-            outcome
-        } else {
-            format!("{outcome}: {}", one_line(detail))
-        };
         let job_ref = job_id.filter(|_| applied != Applied::UnknownJob);
-        sqlx::query(
-            "UPDATE github_deliveries SET outcome = $2, job_id = $3 WHERE delivery_id = $1",
-        )
-        .bind(one_line(delivery.id))
-        .bind(outcome)
-        .bind(job_ref)
-        .execute(&mut *tx)
-        .await?;
+        finish_delivery(&mut tx, delivery, &outcome, detail, job_ref).await?;
         tx.commit().await?;
         Ok(applied)
     }
@@ -229,6 +215,48 @@ impl Store {
     }
 }
 
+/// Records a delivery as being processed; false when it was seen before.
+pub(crate) async fn record_delivery(
+    tx: &mut sqlx::PgConnection,
+    delivery: &Delivery<'_>,
+) -> Result<bool, StoreError> {
+    // Everything here came from a signed but arbitrary body: PostgreSQL
+    // refuses NUL in text, and logs should not carry control bytes.
+    Ok(sqlx::query(
+        "INSERT INTO github_deliveries (delivery_id, event, action, job_id, outcome) \
+         VALUES ($1, $2, $3, NULL, 'processing') ON CONFLICT DO NOTHING",
+    )
+    .bind(one_line(delivery.id))
+    .bind(one_line(delivery.event))
+    .bind(delivery.action.map(one_line))
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// Writes what a delivery did, in its transaction.
+pub(crate) async fn finish_delivery(
+    tx: &mut sqlx::PgConnection,
+    delivery: &Delivery<'_>,
+    outcome: &str,
+    detail: &str,
+    job_id: Option<i64>,
+) -> Result<(), StoreError> {
+    let outcome = if detail.is_empty() {
+        outcome.to_owned()
+    } else {
+        format!("{outcome}: {}", one_line(detail))
+    };
+    sqlx::query("UPDATE github_deliveries SET outcome = $2, job_id = $3 WHERE delivery_id = $1")
+        .bind(one_line(delivery.id))
+        .bind(outcome)
+        .bind(job_id)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
 pub(crate) async fn apply(
     tx: &mut sqlx::PgConnection,
     job_id: i64,
@@ -272,6 +300,10 @@ pub(crate) async fn apply(
     if let (JobState::Wontfix, PrEvent::Closed { merged }) = (current, event) {
         crate::wontfix::pr_closed(tx, job_id, *merged).await?;
         return Ok(Applied::WontfixPrClosed { merged: *merged });
+    }
+    if let PrEvent::RoundRunCompleted { round, success } = event {
+        crate::rounds::run_completed(tx, job_id, *round, *success, "").await?;
+        return Ok(Applied::RoundRunEnded);
     }
     if let PrEvent::RunCompleted { success: true } = event {
         return Ok(if crate::pr_open::request(tx, job_id).await? {

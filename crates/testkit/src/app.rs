@@ -40,9 +40,24 @@ pub struct TestAppBuilder {
         longtx_github::OctocrabGitHub,
     )>,
     server_limits: longtx_http::ServerLimits,
+    requests: Option<(
+        longtx_pipeline::RequestSettings,
+        longtx_github::OctocrabGitHub,
+    )>,
 }
 
 impl TestAppBuilder {
+    /// Run the request worker (people's revision requests), as `longtx
+    /// serve` does with a client.
+    pub fn requests(
+        mut self,
+        settings: longtx_pipeline::RequestSettings,
+        github: longtx_github::OctocrabGitHub,
+    ) -> Self {
+        self.requests = Some((settings, github));
+        self
+    }
+
     /// Run a dispatcher too (`github` `None`: dry-run mode).
     pub fn dispatcher(
         mut self,
@@ -203,7 +218,17 @@ impl TestAppBuilder {
                     .with_pre_review(pre_review_mode),
             );
         }
+        if let Some((settings, github)) = self.requests {
+            state = state
+                .with_max_revisions(settings.max_revisions)
+                .with_requests(longtx_pipeline::spawn_request_worker(
+                    store.clone(),
+                    settings,
+                    std::sync::Arc::new(github),
+                ));
+        }
         if let Some((mode, settings, github)) = self.pre_review {
+            state = state.with_max_revisions(settings.max_revisions);
             let queue = longtx_pipeline::spawn_pre_reviewer(
                 store.clone(),
                 settings,
@@ -289,6 +314,7 @@ impl TestApp {
             dispatcher: None,
             github_webhook: None,
             pre_review: None,
+            requests: None,
             reviewer: None,
             wontfix: None,
             pr_opener: None,
@@ -380,6 +406,18 @@ impl TestApp {
             .expect("request reaches the app");
         let status = response.status();
         (status, response.json().await.expect("a JSON response"))
+    }
+
+    /// A page or text endpoint's body; panics unless it answered 200.
+    pub async fn get_text(&self, path: &str) -> String {
+        let response = self
+            .client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request reaches the app");
+        assert_eq!(response.status(), 200, "GET {path}");
+        response.text().await.expect("a text response")
     }
 
     /// Stops accepting, lets in-flight requests finish, and waits for it.

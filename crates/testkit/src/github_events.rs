@@ -146,6 +146,60 @@ pub fn run_completed(job_id: i64, run_id: u64, conclusion: &str) -> Value {
     })
 }
 
+/// A `workflow_run` `completed` delivery for revision round `round` of
+/// `job_id` (the run name the fix template renders for a round).
+pub fn round_run_completed(job_id: i64, round: u32, run_id: u64, conclusion: &str) -> Value {
+    let mut event = run_completed(job_id, run_id, conclusion);
+    event["workflow_run"]["display_title"] = json!(format!(
+        "longtx job {job_id} round {round}: admin/users#update"
+    ));
+    event
+}
+
+/// A `pull_request_review` `submitted` delivery: `login` reviewed the fix
+/// PR of `job_id` with `state` (`changes_requested`, `approved`,
+/// `commented`), as review `review_id` with `body`.
+pub fn review_submitted(
+    job_id: i64,
+    number: u64,
+    review_id: i64,
+    login: &str,
+    state: &str,
+    body: &str,
+) -> Value {
+    let pr = PrEventBuilder::opened(job_id, number).to_json()["pull_request"].clone();
+    json!({
+        "action": "submitted",
+        "review": {
+            "id": review_id,
+            "body": body,
+            "state": state,
+            "user": {"login": login, "type": "User"},
+            "commit_id": pr["head"]["sha"],
+            "html_url": format!("https://github.com/{TARGET_REPO}/pull/{number}#pullrequestreview-{review_id}"),
+        },
+        "pull_request": pr,
+        "repository": {"full_name": TARGET_REPO},
+        "sender": {"login": login, "type": "User"},
+    })
+}
+
+/// An `issue_comment` `created` delivery on PR `number` (GitHub sends PR
+/// conversation comments as issue comments, with `issue.pull_request`).
+pub fn pr_comment(number: u64, comment_id: i64, login: &str, kind: &str, body: &str) -> Value {
+    json!({
+        "action": "created",
+        "issue": {
+            "number": number,
+            "title": "Shorten the long transaction",
+            "pull_request": {"url": format!("https://api.github.com/repos/{TARGET_REPO}/pulls/{number}")},
+        },
+        "comment": {"id": comment_id, "body": body, "user": {"login": login, "type": kind}},
+        "repository": {"full_name": TARGET_REPO},
+        "sender": {"login": login, "type": kind},
+    })
+}
+
 /// `sha256=<hex>` of the body, as GitHub sends in `X-Hub-Signature-256`.
 pub fn sign(secret: &str, body: &[u8]) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();

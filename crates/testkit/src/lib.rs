@@ -117,6 +117,22 @@ pub fn pre_review_settings() -> longtx_pipeline::PreReviewSettings {
         idle_poll: std::time::Duration::from_millis(50),
         timeout: std::time::Duration::from_secs(1800),
         mode: longtx_core::pre_review::PreReviewMode::On,
+        max_revisions: longtx_core::revision::DEFAULT_MAX_REVISIONS,
+    }
+}
+
+/// The request worker as tests run it: fast polls, the default caps of
+/// [`dispatch_settings`], rounds recorded with `mode`.
+pub fn request_settings(
+    mode: longtx_core::pre_review::PreReviewMode,
+) -> longtx_pipeline::RequestSettings {
+    longtx_pipeline::RequestSettings {
+        repo: GITHUB_REPO.parse().unwrap(),
+        lease: std::time::Duration::from_secs(30),
+        idle_poll: std::time::Duration::from_millis(50),
+        mode,
+        max_revisions: longtx_core::revision::DEFAULT_MAX_REVISIONS,
+        caps: dispatch_settings().caps,
     }
 }
 

@@ -87,7 +87,12 @@ impl Tracking {
             Some(mode) if mode.is_enabled() => ReviewGate::PreReviewFirst,
             _ => ReviewGate::PeopleAtOnce,
         };
+        let mode = pre_review.unwrap_or(PreReviewMode::Off);
         let app = builder
+            .requests(
+                longtx_testkit::request_settings(mode),
+                github.client(Duration::from_secs(5)),
+            )
             .pr_opener(
                 longtx_testkit::pr_open_settings(gate),
                 github.client(Duration::from_secs(5)),

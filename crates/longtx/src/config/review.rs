@@ -27,6 +27,9 @@ pub struct ReviewConfig {
     /// `LONGTX_PRE_REVIEW_TIMEOUT`: a head with no verdict this long after
     /// it was handed to the review goes to people as "no verdict".
     pub pre_review_timeout: std::time::Duration,
+    /// `LONGTX_MAX_REVISIONS`: revision rounds on one PR, counted apart for
+    /// the pre-review's and for people's (default 2; 0 turns rounds off).
+    pub max_revisions: u32,
 }
 
 impl fmt::Debug for ReviewConfig {
@@ -45,6 +48,7 @@ impl fmt::Debug for ReviewConfig {
             .field("pre_review", &self.pre_review)
             .field("pre_review_workflow", &self.pre_review_workflow)
             .field("pre_review_timeout", &self.pre_review_timeout)
+            .field("max_revisions", &self.max_revisions)
             .finish()
     }
 }
@@ -133,8 +137,18 @@ pub(super) fn load(
         &var("LONGTX_PRE_REVIEW_TIMEOUT").unwrap_or_else(|| "30m".to_owned()),
     )
     .map_err(|e| invalid("LONGTX_PRE_REVIEW_TIMEOUT", e))?;
+    let max_revisions = match var("LONGTX_MAX_REVISIONS") {
+        None => longtx_core::revision::DEFAULT_MAX_REVISIONS,
+        Some(v) => v
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n <= 10)
+            .ok_or_else(|| invalid("LONGTX_MAX_REVISIONS", "a whole number from 0 to 10"))?,
+    };
     Ok(ReviewConfig {
         pre_review_timeout,
+        max_revisions,
         wontfix_label,
         pre_review,
         pre_review_workflow: var("LONGTX_PRE_REVIEW_WORKFLOW")

@@ -8,16 +8,24 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// The events longtx acts on, and why (README's setup table says the same).
-pub const WEBHOOK_EVENTS: [(&str, &str); 2] = [
+pub const WEBHOOK_EVENTS: [(&str, &str); 4] = [
     (
         "pull_request",
         "PR opened, pushed, closed, labelled wontfix",
     ),
     ("workflow_run", "an agent run ended: open its PR"),
+    (
+        "pull_request_review",
+        "a person requested changes: a revision round",
+    ),
+    (
+        "issue_comment",
+        "`/longtx revise` and `/longtx stop` on a fix PR",
+    ),
 ];
 
 /// App permissions longtx uses: (key, level, why, required).
-pub const APP_PERMISSIONS: [(&str, &str, &str, bool); 6] = [
+pub const APP_PERMISSIONS: [(&str, &str, &str, bool); 7] = [
     (
         "actions",
         "write",
@@ -40,6 +48,12 @@ pub const APP_PERMISSIONS: [(&str, &str, &str, bool); 6] = [
         "metadata",
         "read",
         "collaborators and their permission",
+        true,
+    ),
+    (
+        "issues",
+        "read",
+        "receive `issue_comment` events, for `/longtx revise` and `/longtx stop`",
         true,
     ),
     (
@@ -275,23 +289,18 @@ fn inputs(
 
 fn fix_run_name(file: &WorkflowFile, name: &str) -> Check {
     let id = "github.workflow.fix.run_name";
-    let inputs = sample_fix_inputs("https://longtx.example");
-    let fix = "keep the template's line: run-name: \"longtx job ${{ inputs.job_id }}: ${{ inputs.query_source }}\"";
+    // A revision round's inputs: the name must carry the round too.
+    let mut inputs = sample_fix_inputs("https://longtx.example");
+    inputs.insert("round".to_owned(), "1".to_owned());
+    let fix = "keep the template's line: run-name: \"longtx job ${{ inputs.job_id }} round ${{ inputs.round }}: ${{ inputs.query_source }}\"";
     match file.render_run_name(&inputs) {
         Ok(Some(title)) => {
-            let run = longtx_core::github_events::WorkflowRun {
-                id: 1,
-                display_title: Some(title.clone()),
-                conclusion: None,
-                html_url: None,
-            };
-            if longtx_core::github_events::job_of_run(&run) == Some(SAMPLE_JOB) {
-                Check::pass(
+            match longtx_core::revision::job_and_round_of_title(&title) {
+                Some((SAMPLE_JOB, 1)) => Check::pass(
                     id,
-                    format!("runs are named {title:?}: found by job after a crash"),
-                )
-            } else {
-                Check::fail(id, format!("{name}: a run would be named {title:?}, which does not start with `longtx job <id>`"), fix)
+                    format!("runs are named {title:?}: found by job and round after a crash"),
+                ),
+                _ => Check::fail(id, format!("{name}: a revision round's run would be named {title:?}, which does not start with `longtx job <id> round <n>`"), fix),
             }
         }
         Ok(None) => Check::fail(

@@ -38,6 +38,9 @@ pub(super) struct PullState {
     /// Team slug to members; `None`: longtx may not see teams (403).
     teams: Option<Vec<(String, Vec<String>)>>,
     next_comment_id: u64,
+    /// Review id to its inline comments, as `GET .../reviews/{id}/comments`
+    /// lists them.
+    review_comments: HashMap<i64, Vec<Value>>,
 }
 
 /// A review request GitHub accepted.
@@ -49,6 +52,20 @@ pub struct ReviewRequest {
 }
 
 impl FakeGitHub {
+    /// The inline comments a review left: (path, line, text).
+    pub fn set_review_comments(&self, review_id: i64, comments: &[(&str, u32, &str)]) {
+        let comments = comments
+            .iter()
+            .map(|(path, line, body)| json!({"path": path, "line": line, "body": body, "pull_request_review_id": review_id}))
+            .collect();
+        self.inner
+            .lock()
+            .unwrap()
+            .pulls
+            .review_comments
+            .insert(review_id, comments);
+    }
+
     /// The files `GET pulls/{n}/files` lists: (path, lines changed).
     pub fn set_pull_files(&self, pr: u64, files: &[(&str, u64)]) {
         let files = files
@@ -197,6 +214,10 @@ pub(super) fn routes() -> Router<Shared> {
             "/repos/{owner}/{repo}/actions/runs/{id}/cancel",
             axum::routing::post(cancel_run),
         )
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}/reviews/{id}/comments",
+            get(review_comments),
+        )
         .route("/orgs/{org}/teams", get(org_teams))
         .route(
             "/orgs/{org}/teams/{slug}/memberships/{login}",
@@ -237,6 +258,37 @@ async fn pull_files(
         Some(files) => first_page(files, query.get("page").map(String::as_str)),
         None => not_found(),
     }
+}
+
+/// docs "List comments for a pull request review": `pull_requests: read`;
+/// an unknown review is a 404.
+async fn review_comments(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, number, id)): Path<(String, String, u64, i64)>,
+    query: Query,
+) -> Response {
+    if let Some(refused) = admit(
+        &inner,
+        &headers,
+        format!("GET /repos/{owner}/{repo}/pulls/{number}/reviews/{id}/comments"),
+        &[("pull_requests", "read")],
+    )
+    .await
+    {
+        return refused;
+    }
+    let comments = inner
+        .lock()
+        .unwrap()
+        .pulls
+        .review_comments
+        .get(&id)
+        .cloned();
+    first_page(
+        comments.unwrap_or_default(),
+        query.get("page").map(String::as_str),
+    )
 }
 
 #[derive(serde::Deserialize)]

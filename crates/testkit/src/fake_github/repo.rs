@@ -125,6 +125,40 @@ pub(super) fn routes() -> Router<Shared> {
         )
         .route("/repos/{owner}/{repo}/check-runs", post(create_check_run))
         .route("/repos/{owner}/{repo}/pulls/{number}", get(one_pull))
+        .route("/repos/{owner}/{repo}/git/ref/{*git_ref}", get(one_ref))
+}
+
+/// docs "Get a reference" (`git/ref/heads/<branch>`): the commit a branch
+/// points at in the remote now, or 404. Needs `contents: read`.
+async fn one_ref(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, git_ref)): Path<(String, String, String)>,
+) -> Response {
+    if let Some(refused) = admit(
+        &inner,
+        &headers,
+        format!("GET /repos/{owner}/{repo}/git/ref/{git_ref}"),
+        &[("contents", "read")],
+    )
+    .await
+    {
+        return refused;
+    }
+    let Some(git_dir) = git_dir(&inner) else {
+        return no_remote();
+    };
+    let sha = git_ref
+        .strip_prefix("heads/")
+        .and_then(|branch| resolve(&git_dir, branch));
+    match sha {
+        Some(sha) => Json(json!({
+            "ref": format!("refs/{git_ref}"),
+            "object": {"type": "commit", "sha": sha},
+        }))
+        .into_response(),
+        None => not_found(),
+    }
 }
 
 /// `Accept: application/vnd.github.diff` gives the PR's diff as text (docs
