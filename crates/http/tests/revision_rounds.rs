@@ -91,6 +91,25 @@ impl FixPr {
         self.fix_runs(round).remove(0)
     }
 
+    /// A request to the URL input `url_input` of a dispatched run, with
+    /// the run's token, as the workflow makes it.
+    fn as_the_run(
+        &self,
+        method: reqwest::Method,
+        inputs: &Value,
+        url_input: &str,
+    ) -> reqwest::RequestBuilder {
+        let url = inputs[url_input]
+            .as_str()
+            .unwrap()
+            .replace("http://127.0.0.1:8080", &self.t.app.base_url);
+        self.t
+            .app
+            .client
+            .request(method, url)
+            .bearer_auth(inputs["prompt_token"].as_str().unwrap())
+    }
+
     /// The reviewing workflow posts its verdict for `head`.
     async fn verdict(&self, head: &str, verdict: &str, reason: &str) -> Value {
         let inputs = self.review_run(head).await;
@@ -103,16 +122,8 @@ impl FixPr {
             "reasons": [reason],
             "findings": [{"file": "app/models/order.rb", "line": 2, "text": format!("{reason} (finding)")}],
         });
-        let url = inputs["verdict_url"]
-            .as_str()
-            .unwrap()
-            .replace("http://127.0.0.1:8080", &self.t.app.base_url);
         let response = self
-            .t
-            .app
-            .client
-            .post(url)
-            .bearer_auth(inputs["prompt_token"].as_str().unwrap())
+            .as_the_run(reqwest::Method::POST, &inputs, "verdict_url")
             .json(&body)
             .send()
             .await
@@ -167,16 +178,8 @@ impl FixPr {
 
     async fn round_prompt(&self, round: u32) -> String {
         let inputs = self.round_run(round).await["inputs"].clone();
-        let url = inputs["prompt_url"]
-            .as_str()
-            .unwrap()
-            .replace("http://127.0.0.1:8080", &self.t.app.base_url);
         let response = self
-            .t
-            .app
-            .client
-            .get(url)
-            .bearer_auth(inputs["prompt_token"].as_str().unwrap())
+            .as_the_run(reqwest::Method::GET, &inputs, "prompt_url")
             .send()
             .await
             .unwrap();

@@ -111,20 +111,16 @@ impl Store {
                     }
                 }
                 if let Some(reason) = blocked {
-                    sqlx::query(
-                        "UPDATE jobs SET state_reason = $1 \
-                         WHERE state = 'queued' AND state_reason IS DISTINCT FROM $1",
-                    )
-                    .bind(&reason)
-                    .execute(&mut *tx)
-                    .await?;
-                    sqlx::query(
-                        "UPDATE revision_rounds SET state_reason = $1 \
-                         WHERE state = 'queued' AND state_reason IS DISTINCT FROM $1",
-                    )
-                    .bind(&reason)
-                    .execute(&mut *tx)
-                    .await?;
+                    // Queued jobs and rounds both say why they wait.
+                    for table in ["jobs", "revision_rounds"] {
+                        sqlx::query(&format!(
+                            "UPDATE {table} SET state_reason = $1 \
+                             WHERE state = 'queued' AND state_reason IS DISTINCT FROM $1"
+                        ))
+                        .bind(&reason)
+                        .execute(&mut *tx)
+                        .await?;
+                    }
                     tx.commit().await?;
                     return Ok(if status.queued > 0 || round.is_some() {
                         Claim::Blocked(reason)

@@ -397,25 +397,23 @@ impl TestApp {
         }
     }
 
-    pub async fn get_json(&self, path: &str) -> (reqwest::StatusCode, serde_json::Value) {
-        let response = self
-            .client
+    async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
             .get(self.url(path))
             .send()
             .await
-            .expect("request reaches the app");
+            .expect("request reaches the app")
+    }
+
+    pub async fn get_json(&self, path: &str) -> (reqwest::StatusCode, serde_json::Value) {
+        let response = self.get(path).await;
         let status = response.status();
         (status, response.json().await.expect("a JSON response"))
     }
 
     /// A page or text endpoint's body; panics unless it answered 200.
     pub async fn get_text(&self, path: &str) -> String {
-        let response = self
-            .client
-            .get(self.url(path))
-            .send()
-            .await
-            .expect("request reaches the app");
+        let response = self.get(path).await;
         assert_eq!(response.status(), 200, "GET {path}");
         response.text().await.expect("a text response")
     }
