@@ -20,6 +20,10 @@ pub struct FrontMatter {
     #[serde(deserialize_with = "one_or_many")]
     pub applies_to: Vec<String>,
     pub signals: Vec<String>,
+    /// Words too common in ordinary code to decide a ranking alone
+    /// (`perform`, `rake`, `notify`): they count a third of a signal.
+    #[serde(default)]
+    pub weak_signals: Vec<String>,
     #[serde(default)]
     pub related: Vec<String>,
 }

@@ -27,40 +27,97 @@ const ALERT_WEIGHT: u32 = 2;
 const FILE_WEIGHT: u32 = 1;
 /// Ten `Net::HTTP` calls are not ten times the evidence of one.
 const MAX_HITS_PER_SIGNAL: u32 = 3;
+/// A signal that only one pattern lists weighs this much; one that `k`
+/// patterns share weighs `UNIQUE_SIGNAL / k` (at least 1), an IDF over the
+/// catalogue: `transaction do`, listed by most patterns, tells them apart
+/// little. A weak signal weighs [`WEAK_SIGNAL`] whatever its spread.
+pub const UNIQUE_SIGNAL: u32 = 6;
+pub const WEAK_SIGNAL: u32 = 1;
+
+/// How much one hit of each pattern's signals weighs, per pattern.
+fn signal_weights(patterns: &[Pattern]) -> Vec<Vec<(String, String, u32)>> {
+    let mut spread: std::collections::HashMap<String, u32> = Default::default();
+    for pattern in patterns {
+        let mut own: Vec<String> = pattern
+            .front
+            .signals
+            .iter()
+            .chain(&pattern.front.weak_signals)
+            .map(|s| s.trim().to_lowercase())
+            .filter(|s| !s.is_empty())
+            .collect();
+        own.sort();
+        own.dedup();
+        for signal in own {
+            *spread.entry(signal).or_default() += 1;
+        }
+    }
+    patterns
+        .iter()
+        .map(|pattern| {
+            let strong = pattern.front.signals.iter().map(|s| (s, false));
+            let weak = pattern.front.weak_signals.iter().map(|s| (s, true));
+            strong
+                .chain(weak)
+                .filter_map(|(signal, is_weak)| {
+                    let needle = signal.trim().to_lowercase();
+                    if needle.is_empty() {
+                        return None;
+                    }
+                    let weight = if is_weak {
+                        WEAK_SIGNAL
+                    } else {
+                        (UNIQUE_SIGNAL / spread[&needle].max(1)).max(1)
+                    };
+                    Some((signal.clone(), needle, weight))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// How often `needle` occurs in `text` as a word: a signal that begins or
+/// ends with a letter or digit must not run on into an identifier, so
+/// `SSE` is not found in `session` nor `perform` in `perform_later`.
+fn occurrences(text: &str, needle: &str) -> u32 {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let starts_word = needle.chars().next().is_some_and(is_word);
+    let ends_word = needle.chars().last().is_some_and(is_word);
+    text.match_indices(needle)
+        .filter(|(at, _)| {
+            let before = text[..*at].chars().next_back();
+            let after = text[at + needle.len()..].chars().next();
+            !(starts_word && before.is_some_and(is_word))
+                && !(ends_word && after.is_some_and(is_word))
+        })
+        .count() as u32
+}
 
 /// Every pattern with its score, best first; ties keep catalogue order.
 pub fn rank(patterns: &[Pattern], evidence: &Evidence) -> Vec<Ranked> {
     let excerpts: Vec<String> = evidence.excerpts.iter().map(|e| e.to_lowercase()).collect();
     let files: Vec<String> = evidence.files.iter().map(|e| e.to_lowercase()).collect();
     let alert = evidence.alert.to_lowercase();
-    let mut ranked: Vec<Ranked> = patterns
-        .iter()
+    let hits = |texts: &[String], needle: &str| {
+        texts
+            .iter()
+            .map(|t| occurrences(t, needle))
+            .sum::<u32>()
+            .min(MAX_HITS_PER_SIGNAL)
+    };
+    let mut ranked: Vec<Ranked> = signal_weights(patterns)
+        .into_iter()
         .enumerate()
-        .map(|(index, pattern)| {
+        .map(|(index, signals)| {
             let mut score = 0;
             let mut matched = Vec::new();
-            for signal in &pattern.front.signals {
-                let needle = signal.trim().to_lowercase();
-                if needle.is_empty() {
-                    continue;
-                }
-                let hits = |texts: &[String]| {
-                    texts
-                        .iter()
-                        .map(|t| t.matches(&needle).count() as u32)
-                        .sum::<u32>()
-                        .min(MAX_HITS_PER_SIGNAL)
-                };
-                let signal_score = hits(&excerpts) * EXCERPT_WEIGHT
-                    + hits(&files) * FILE_WEIGHT
-                    + alert
-                        .matches(&needle)
-                        .count()
-                        .min(MAX_HITS_PER_SIGNAL as usize) as u32
-                        * ALERT_WEIGHT;
-                if signal_score > 0 {
-                    matched.push(signal.clone());
-                    score += signal_score;
+            for (signal, needle, weight) in signals {
+                let place_score = hits(&excerpts, &needle) * EXCERPT_WEIGHT
+                    + hits(&files, &needle) * FILE_WEIGHT
+                    + hits(std::slice::from_ref(&alert), &needle) * ALERT_WEIGHT;
+                if place_score > 0 {
+                    matched.push(signal);
+                    score += place_score * weight;
                 }
             }
             Ranked {
@@ -81,8 +138,13 @@ mod tests {
     use std::path::Path;
 
     fn pattern(id: &str, signals: &str) -> Pattern {
-        let text =
-            format!("---\nid: {id}\ntitle: {id}\napplies_to: any\nsignals: {signals}\n---\nbody\n");
+        weak_pattern(id, signals, "[]")
+    }
+
+    fn weak_pattern(id: &str, signals: &str, weak: &str) -> Pattern {
+        let text = format!(
+            "---\nid: {id}\ntitle: {id}\napplies_to: any\nsignals: {signals}\nweak_signals: {weak}\n---\nbody\n"
+        );
         parse_pattern(Path::new("x.md"), &text).unwrap()
     }
 
@@ -116,7 +178,45 @@ mod tests {
             ..Evidence::default()
         };
         let ranked = rank(&patterns, &evidence);
-        assert_eq!(ranked[0].score, MAX_HITS_PER_SIGNAL * EXCERPT_WEIGHT);
-        assert_eq!(ranked[1].score, EXCERPT_WEIGHT);
+        assert_eq!(
+            ranked[0].score,
+            MAX_HITS_PER_SIGNAL * EXCERPT_WEIGHT * UNIQUE_SIGNAL
+        );
+        assert_eq!(ranked[1].score, EXCERPT_WEIGHT * UNIQUE_SIGNAL);
+    }
+
+    #[test]
+    fn signals_match_whole_words_only() {
+        assert_eq!(occurrences("session; assessment", "sse"), 0);
+        assert_eq!(occurrences("x.sse.write; SSE", "sse"), 1);
+        assert_eq!(occurrences("perform_later; def perform(id)", "perform"), 1);
+        assert_eq!(occurrences("net::http.post(", "net::http"), 1);
+        assert_eq!(occurrences("record.with_lock do", "lock"), 0);
+        assert_eq!(occurrences("foo.lock(true)", "lock("), 1);
+    }
+
+    #[test]
+    fn shared_and_weak_signals_weigh_little() {
+        // `transaction do` is in every pattern; `perform` is in every job.
+        let patterns = vec![
+            weak_pattern("lock", "[with_lock, transaction do]", "[perform]"),
+            pattern("http", "[Faraday, transaction do]"),
+            pattern("batch", "[update_all, transaction do]"),
+        ];
+        let evidence = Evidence {
+            excerpts: vec![
+                "def perform\n  Order.transaction do\n    Faraday.post(url)\n  end\nend".into(),
+            ],
+            ..Evidence::default()
+        };
+        let ranked = rank(&patterns, &evidence);
+        assert_eq!(
+            ranked[0].index, 1,
+            "the HTTP call decides, not `perform`: {ranked:?}"
+        );
+        let shared = EXCERPT_WEIGHT * (UNIQUE_SIGNAL / 3);
+        assert_eq!(ranked[0].score, EXCERPT_WEIGHT * UNIQUE_SIGNAL + shared);
+        assert_eq!(ranked[1].index, 0);
+        assert_eq!(ranked[1].score, shared + EXCERPT_WEIGHT * WEAK_SIGNAL);
     }
 }

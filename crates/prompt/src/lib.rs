@@ -13,7 +13,8 @@ mod sanitize;
 
 pub use locate::{explain_none, locate, Candidate};
 pub use render::{
-    hex_sha256, JobFacts, PromptError, PromptRenderer, RenderedPrompt, DEFAULT_BUDGET_BYTES,
+    hex_sha256, rank_patterns, JobFacts, PromptError, PromptRenderer, RenderedPrompt,
+    DEFAULT_BUDGET_BYTES,
 };
 pub use round::{round_prompt, RoundFacts};
 
@@ -50,12 +51,16 @@ impl PromptSources {
         })?;
         let renderer =
             PromptRenderer::new(&template, self.budget_bytes).map_err(|e| e.to_string())?;
-        let (candidates, none_reason) = match &self.repo {
-            Some(repo) => (locate(repo, &job.query_source), None),
-            None => (Vec::new(), Some(NO_CHECKOUT)),
+        let (candidates, none_reason, code) = match &self.repo {
+            Some(repo) => {
+                let candidates = locate(repo, &job.query_source);
+                let code = locate::code_context(repo, &job.tables, &candidates);
+                (candidates, None, code)
+            }
+            None => (Vec::new(), Some(NO_CHECKOUT), Default::default()),
         };
         renderer
-            .render_with(job, &candidates, none_reason, &catalogue)
+            .render_with(job, &candidates, none_reason, &code, &catalogue)
             .map_err(|e| e.to_string())
     }
 }

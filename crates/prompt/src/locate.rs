@@ -8,12 +8,15 @@
 //! included); when the conventional path does not exist, the class
 //! declaration is searched for instead. Every candidate says why it was chosen.
 
+mod context;
 mod controllers;
 mod flattened;
 
 use longtx_core::query_logs::{controller_path, underscore};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+
+pub use context::{code_context, second_level_bodies, CallRef, CodeContext, ModelRef};
 
 /// One place in the code the transaction may come from.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -1,7 +1,7 @@
 //! Filling the tera template with a job's facts, its code candidates and
 //! the ranked patterns, inside a size budget.
 
-use crate::locate::{explain_none, Candidate};
+use crate::locate::{explain_none, Candidate, CodeContext};
 use crate::sanitize::clean;
 use longtx_catalog::{rank, Catalogue, Evidence, Pattern};
 use serde::Serialize;
@@ -73,6 +73,8 @@ struct Context<'a> {
     job: JobView,
     candidates: Vec<CandidateView>,
     no_candidates: Option<String>,
+    /// The alerted tables' models and the calls of the located method.
+    code: &'a CodeContext,
     full_patterns: Vec<PatternView<'a>>,
     index_patterns: Vec<PatternView<'a>>,
     catalogue_revision: &'a str,
@@ -114,8 +116,10 @@ struct PatternView<'a> {
 }
 
 /// A pattern is printed in full only when its signals matched at least
-/// this much; an arbitrary pattern at score 0 or 1 is kilobytes of noise.
-const MIN_FULL_SCORE: u32 = 2;
+/// this much: one hit in the located method of a signal few patterns share,
+/// or one in the rest of its file of a signal only it lists. A pattern
+/// matched only by shared or weak words is kilobytes of noise.
+const MIN_FULL_SCORE: u32 = 2 * longtx_catalog::UNIQUE_SIGNAL;
 
 /// Markdown headings two levels deeper (`## Problem` → `#### Problem`),
 /// outside code fences, so a pattern's sections sit under the prompt's
@@ -158,19 +162,21 @@ impl PromptRenderer {
         candidates: &[Candidate],
         catalogue: &Catalogue,
     ) -> Result<RenderedPrompt, PromptError> {
-        self.render_with(job, candidates, None, catalogue)
+        self.render_with(job, candidates, None, &CodeContext::default(), catalogue)
     }
 
     /// As [`render`](Self::render), with the sentence to show when there are
-    /// no candidates (default: why the usual places held nothing).
+    /// no candidates (default: why the usual places held nothing) and what
+    /// surrounds the located code.
     pub fn render_with(
         &self,
         job: &JobFacts,
         candidates: &[Candidate],
         none_reason: Option<&str>,
+        code: &CodeContext,
         catalogue: &Catalogue,
     ) -> Result<RenderedPrompt, PromptError> {
-        let ranked = rank(&catalogue.patterns, &evidence(job, candidates));
+        let ranked = rank_patterns(job, candidates, code, catalogue);
         let revision = format!(
             "patterns {} template {}",
             catalogue.revision, self.template_revision
@@ -189,6 +195,7 @@ impl PromptRenderer {
                 job,
                 candidates,
                 none_reason,
+                code,
                 catalogue,
                 &ranked,
                 full,
@@ -213,6 +220,7 @@ impl PromptRenderer {
         job: &JobFacts,
         candidates: &[Candidate],
         none_reason: Option<&str>,
+        code: &CodeContext,
         catalogue: &Catalogue,
         ranked: &[longtx_catalog::Ranked],
         full: usize,
@@ -245,6 +253,7 @@ impl PromptRenderer {
                 Some(reason) => reason.to_owned(),
                 None => explain_none(&clean(&job.query_source, 256, false)),
             }),
+            code,
             full_patterns: ranked.iter().take(full).map(view).collect(),
             index_patterns: ranked.iter().skip(full).map(view).collect(),
             catalogue_revision: &catalogue.revision,
@@ -281,11 +290,25 @@ fn hard_cut(text: &str, budget: usize) -> String {
     format!("{}{HARD_CUT_NOTICE}", &text[..end])
 }
 
-fn evidence(job: &JobFacts, candidates: &[Candidate]) -> Evidence {
+/// The catalogue ranked for a job as its prompt ranks it, best first: by
+/// the located methods and the methods they call (one level), then the
+/// rest of their files, then the alert.
+pub fn rank_patterns(
+    job: &JobFacts,
+    candidates: &[Candidate],
+    code: &CodeContext,
+    catalogue: &Catalogue,
+) -> Vec<longtx_catalog::Ranked> {
+    rank(&catalogue.patterns, &evidence(job, candidates, code))
+}
+
+fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evidence {
     Evidence {
         excerpts: candidates
             .iter()
             .filter_map(|c| c.excerpt.clone())
+            .chain(code.calls.iter().map(|c| c.body.clone()))
+            .chain(crate::locate::second_level_bodies(&code.calls))
             .collect(),
         files: candidates.iter().map(|c| c.file_text.clone()).collect(),
         alert: format!("{} {}", job.query_source, job.tables.join(" ")),

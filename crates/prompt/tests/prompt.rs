@@ -401,7 +401,27 @@ fn an_un_namespaced_controller_tag_finds_the_namespaced_controller_that_defines_
         "{}",
         found[0].reason
     );
-    assert_eq!(found[1].path, "app/controllers/rubygems_controller.rb");
+    assert_eq!(
+        found.len(),
+        1,
+        "the top-level RubygemsController neither defines nor inherits create: {found:?}"
+    );
+}
+
+#[test]
+fn an_action_that_rails_bases_cannot_provide_is_not_found_at_all() {
+    let repo = real_world_tree("missing-action");
+    // The file exists, but neither it, its concerns nor its parents up to
+    // ActionController::Base define `purge`: naming the file would be a
+    // wrong answer, not a partial one.
+    assert!(
+        locate(&repo, "rubygems#purge").is_empty(),
+        "{:?}",
+        locate(&repo, "rubygems#purge")
+    );
+    assert!(locate(&repo, "api/v1/rubygems#purge").is_empty());
+    // Behind a gem's parent the action may exist: the file is named.
+    assert_eq!(locate(&repo, "sessions#refresh").len(), 1);
 }
 
 #[test]
@@ -480,4 +500,67 @@ fn rake_tasks_in_every_form_and_past_a_heredoc() {
         Some("  task :all => [:vacuum]"),
         "a block-less task is its line"
     );
+}
+
+#[test]
+fn the_prompt_names_the_tables_models_and_the_calls_one_level_deep() {
+    let root = std::env::temp_dir().join(format!("longtx-rails-context-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let files = [
+        (
+            "app/controllers/orders_controller.rb",
+            "class OrdersController < ApplicationController\n  def update\n    order = Order.find(params[:id])\n    Checkout::Finalize.new(order).call\n    notify_warehouse(order)\n  end\n\n  private\n\n  def notify_warehouse(order)\n    Rails.logger.info(order.id)\n  end\nend\n",
+        ),
+        (
+            "app/services/checkout/finalize.rb",
+            "module Checkout\n  class Finalize\n    def initialize(order)\n      @order = order\n    end\n\n    def call\n      @order.with_lock { Faraday.post(URL) }\n    end\n  end\nend\n",
+        ),
+        ("app/models/order.rb", "class Order < ApplicationRecord\nend\n"),
+        (
+            "app/models/shipment.rb",
+            "class Shipment < ApplicationRecord\n  self.table_name = \"legacy_shipments\"\nend\n",
+        ),
+    ];
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let sources = longtx_prompt::PromptSources {
+        patterns_dir: repo_root().join("patterns"),
+        template: repo_root().join("patterns/_prompt.md.tera"),
+        repo: Some(root.clone()),
+        budget_bytes: DEFAULT_BUDGET_BYTES,
+    };
+    let mut job = facts("orders#update");
+    job.tables = vec![
+        "orders".into(),
+        "legacy_shipments".into(),
+        "nothing_here".into(),
+    ];
+    let prompt = sources.build(&job).unwrap().text;
+    let around = &prompt[prompt.find("## Around it").expect("a context section")..];
+    let around = &around[..around.find("## Fix patterns").unwrap()];
+    assert!(
+        around.contains("- `orders`: `Order` in `app/models/order.rb` line 1\n"),
+        "{around}"
+    );
+    assert!(
+        around.contains("- `legacy_shipments`: `Shipment` in `app/models/shipment.rb` line 1 (it sets `self.table_name`)"),
+        "{around}"
+    );
+    assert!(!around.contains("nothing_here"));
+    assert!(
+        around.contains("- `Checkout::Finalize.call`: `app/services/checkout/finalize.rb` line 7"),
+        "{around}"
+    );
+    assert!(
+        around.contains("- `notify_warehouse`: `app/controllers/orders_controller.rb` line 10"),
+        "{around}"
+    );
+    assert!(
+        !around.contains("Rails.logger"),
+        "only calls into the repository"
+    );
+    let _ = std::fs::remove_dir_all(&root);
 }

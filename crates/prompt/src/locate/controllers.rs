@@ -9,11 +9,20 @@ use std::path::Path;
 /// How far up the parent chain (and into concerns) the action is followed.
 const MAX_PARENTS: usize = 4;
 
+/// Rails' own base controllers: an action no class below them defines
+/// does not exist (a gem parent such as Devise's may define it).
+const RAILS_BASES: [&str; 3] = [
+    "ActionController::Base",
+    "ActionController::API",
+    "ActionController::Metal",
+];
+
 pub(super) fn locate_controller(repo: &Path, path: &str, action: &str) -> Vec<Candidate> {
     let relative = format!("app/controllers/{path}_controller.rb");
-    let mut found = Vec::new();
+    // (candidate, defined in the controller's own file)
+    let mut found: Vec<(Candidate, bool)> = Vec::new();
     if let Some(text) = read_small(repo, &repo.join(&relative)) {
-        found.push(candidate(
+        found.extend(candidate(
             repo,
             relative.clone(),
             text,
@@ -23,9 +32,9 @@ pub(super) fn locate_controller(repo: &Path, path: &str, action: &str) -> Vec<Ca
     }
     // `controller='rubygems'` (Rails' default tags) names no namespace:
     // every controller of that name that defines the action is a candidate.
-    if !path.contains('/') && !found.iter().any(|c| c.line.is_some()) {
+    if !path.contains('/') && !found.iter().any(|(c, _)| c.line.is_some()) {
         let name = format!("{path}_controller.rb");
-        let others: Vec<Candidate> = ruby_files(&repo.join("app/controllers"), "rb")
+        let others: Vec<(Candidate, bool)> = ruby_files(&repo.join("app/controllers"), "rb")
             .into_iter()
             .filter(|file| file.file_name().is_some_and(|n| n == name.as_str()))
             .map(|file| relative_to(repo, &file))
@@ -36,59 +45,69 @@ pub(super) fn locate_controller(repo: &Path, path: &str, action: &str) -> Vec<Ca
                     .trim_start_matches("app/controllers/")
                     .trim_end_matches(&format!("/{name}"))
                     .to_owned();
-                Some(candidate(
+                candidate(
                     repo,
                     other,
                     text,
                     action,
                     format!("a `{path}` controller in namespace `{namespace}` (the tag named no namespace; enable `:namespaced_controller` in `query_log_tags`)"),
-                ))
+                )
             })
             .collect();
         found.extend(others);
     }
-    // Those that define the action first (the sort keeps the order else).
-    found.sort_by_key(|c| c.line.is_none());
-    found
+    // Those that define the action first, in their own file before those
+    // that inherit it (the sort keeps the order else).
+    found.sort_by_key(|(c, own)| (c.line.is_none(), !own));
+    found.into_iter().map(|(c, _)| c).collect()
 }
 
-/// The controller file as a candidate: the action in it, else where it
-/// really comes from (a concern it includes, a parent class in the repo),
-/// else which parent outside the repository (a gem) provides it.
-fn candidate(repo: &Path, path: String, text: String, action: &str, why: String) -> Candidate {
+/// The controller file as a candidate, and whether the action is in the
+/// file itself: the action in it, else where it really comes from (a
+/// concern it includes, a parent class in the repo), else which parent
+/// outside the repository (a gem) can provide it. `None` when nothing can:
+/// the chain ends at Rails' own base class, or at no parent at all.
+fn candidate(
+    repo: &Path,
+    path: String,
+    text: String,
+    action: &str,
+    why: String,
+) -> Option<(Candidate, bool)> {
     if let Some((line, excerpt)) = find_def(&text, action) {
-        return Candidate {
+        let found = Candidate {
             path,
             line: Some(line),
             reason: format!("{why}, action method `{action}`"),
             excerpt: Some(excerpt),
             file_text: text,
         };
+        return Some((found, true));
     }
-    match defined_elsewhere(repo, &text, action, 0) {
-        Some(Elsewhere::InRepo { path: there, line, excerpt, how }) => Candidate {
-            path: there,
-            line: Some(line),
-            reason: format!("{why}: `def {action}` is not in {path} but {how}"),
-            excerpt: Some(excerpt),
-            file_text: text,
-        },
-        Some(Elsewhere::Outside(parent)) => Candidate {
-            reason: format!(
-                "{why}; `def {action}` is not in this file or its parents in the repository: it can only come from {parent}, which is not in this repository (a gem), and the app overrides nothing"
-            ),
-            path,
-            line: None,
-            excerpt: None,
-            file_text: text,
-        },
-        None => Candidate {
-            reason: format!("{why}; `def {action}` is not in this file, its concerns or its parents in the repository"),
-            path,
-            line: None,
-            excerpt: None,
-            file_text: text,
-        },
+    match defined_elsewhere(repo, &text, action, 0)? {
+        Elsewhere::InRepo { path: there, line, excerpt, how } => Some((
+            Candidate {
+                path: there,
+                line: Some(line),
+                reason: format!("{why}: `def {action}` is not in {path} but {how}"),
+                excerpt: Some(excerpt),
+                file_text: text,
+            },
+            false,
+        )),
+        Elsewhere::Outside(parent) if RAILS_BASES.contains(&parent.trim_start_matches("::")) => None,
+        Elsewhere::Outside(parent) => Some((
+            Candidate {
+                reason: format!(
+                    "{why}; `def {action}` is not in this file or its parents in the repository: it can only come from {parent}, which is not in this repository (a gem), and the app overrides nothing"
+                ),
+                path,
+                line: None,
+                excerpt: None,
+                file_text: text,
+            },
+            false,
+        )),
     }
 }
 

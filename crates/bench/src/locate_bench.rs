@@ -1,0 +1,256 @@
+//! locate-bench: the code locator and the pattern ranking measured on a
+//! labelled corpus of public Rails applications (`corpus/locate/*.yaml`:
+//! repository, commit, `query_source` -> file:line, or `none`).
+//!
+//! The checkouts stay out of this repository: `scripts/corpus-checkouts DIR`
+//! clones each application at its labelled commit into `DIR/<owner>+<name>`.
+//!
+//! Prints, per application and in total: top-1 accuracy (the first
+//! candidate is the labelled file and line; for `none`, nothing is found),
+//! in-candidates accuracy (the label is among the candidates), wrong
+//! answers where `none` is right, time per call, and for the ranking
+//! subset whether the top pattern is the one a person picked. Goals: top-1
+//! at least 97%, no wrong answer where `none` is right, ranking at least 80%.
+//!
+//! Run: `cargo run --release -p longtx-bench --bin locate-bench -- --checkouts DIR [--corpus corpus/locate] [--misses]`
+
+use anyhow::Context;
+use longtx_catalog::Catalogue;
+use longtx_prompt::{locate, rank_patterns, Candidate, JobFacts};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+#[derive(Deserialize)]
+struct CorpusFile {
+    repository: String,
+    commit: String,
+    #[serde(default)]
+    cases: Vec<Case>,
+    #[serde(default)]
+    patterns: Vec<PatternCase>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    query_source: String,
+    /// `path:line`, `path` (inherited from a gem: the app's file, no
+    /// line) or `none`.
+    expect: String,
+    #[serde(default)]
+    form: String,
+}
+
+#[derive(Deserialize)]
+struct PatternCase {
+    query_source: String,
+    expect_pattern: String,
+    #[serde(default)]
+    tables: Vec<String>,
+}
+
+#[derive(Default)]
+struct Tally {
+    cases: usize,
+    top1: usize,
+    in_candidates: usize,
+    none_expected: usize,
+    wrong_where_none: usize,
+    time: Duration,
+    ranked: usize,
+    ranked_right: usize,
+}
+
+impl Tally {
+    fn add(&mut self, other: &Tally) {
+        self.cases += other.cases;
+        self.top1 += other.top1;
+        self.in_candidates += other.in_candidates;
+        self.none_expected += other.none_expected;
+        self.wrong_where_none += other.wrong_where_none;
+        self.time += other.time;
+        self.ranked += other.ranked;
+        self.ranked_right += other.ranked_right;
+    }
+
+    fn print(&self, name: &str) {
+        let pct = |n: usize, of: usize| {
+            if of == 0 {
+                0.0
+            } else {
+                n as f64 * 100.0 / of as f64
+            }
+        };
+        println!(
+            "{name:<40} cases {:>3}  top-1 {:>5.1}%  in candidates {:>5.1}%  wrong where none is right {}/{}  {:>6.2} ms/call  ranking {}/{} ({:.0}%)",
+            self.cases,
+            pct(self.top1, self.cases),
+            pct(self.in_candidates, self.cases),
+            self.wrong_where_none,
+            self.none_expected,
+            self.time.as_secs_f64() * 1000.0 / self.cases.max(1) as f64,
+            self.ranked_right,
+            self.ranked,
+            pct(self.ranked_right, self.ranked),
+        );
+    }
+}
+
+/// Whether `candidate` is the labelled answer.
+fn matches(candidate: &Candidate, expect: &str) -> bool {
+    match expect.rsplit_once(':') {
+        Some((path, line)) if line.chars().all(|c| c.is_ascii_digit()) => {
+            candidate.path == path && candidate.line.map(|l| l.to_string()).as_deref() == Some(line)
+        }
+        _ => candidate.path == expect,
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let checkouts = PathBuf::from(flag("--checkouts").context(
+        "--checkouts DIR is required: the clones made by `scripts/corpus-checkouts DIR`",
+    )?);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let corpus = flag("--corpus")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("corpus/locate"));
+    let show_misses = args.iter().any(|a| a == "--misses");
+    let catalogue = Catalogue::load(&root.join("patterns"))?;
+
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)
+        .with_context(|| format!("reading {}", corpus.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut total = Tally::default();
+    let mut missing = Vec::new();
+    for file in files {
+        let corpus: CorpusFile = serde_yaml::from_str(&std::fs::read_to_string(&file)?)
+            .with_context(|| format!("parsing {}", file.display()))?;
+        let dir = checkouts.join(corpus.repository.replace('/', "+"));
+        if !dir.is_dir() {
+            println!(
+                "MISSING {}: no checkout at {} (run `scripts/corpus-checkouts {}`)",
+                corpus.repository,
+                dir.display(),
+                checkouts.display()
+            );
+            missing.push(corpus.repository.clone());
+            continue;
+        }
+        let head = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&dir)
+            .args(["rev-parse", "HEAD"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default();
+        if head != corpus.commit {
+            println!(
+                "WARNING {}: the checkout is at {head}, the labels are for {}",
+                corpus.repository, corpus.commit
+            );
+        }
+        let mut tally = Tally::default();
+        for case in &corpus.cases {
+            // Warm the file cache once, then time the call as the service makes it.
+            let _ = locate(&dir, &case.query_source);
+            let started = Instant::now();
+            let found = locate(&dir, &case.query_source);
+            tally.time += started.elapsed();
+            tally.cases += 1;
+            let (top1, listed) = if case.expect == "none" {
+                tally.none_expected += 1;
+                if !found.is_empty() {
+                    tally.wrong_where_none += 1;
+                }
+                (found.is_empty(), found.is_empty())
+            } else {
+                (
+                    found.first().is_some_and(|c| matches(c, &case.expect)),
+                    found.iter().any(|c| matches(c, &case.expect)),
+                )
+            };
+            tally.top1 += top1 as usize;
+            tally.in_candidates += listed as usize;
+            if show_misses && !top1 {
+                let got: Vec<String> = found
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "{}:{}",
+                            c.path,
+                            c.line.map_or("-".into(), |l| l.to_string())
+                        )
+                    })
+                    .collect();
+                println!(
+                    "  miss [{}] {} expected {} got {:?}",
+                    case.form, case.query_source, case.expect, got
+                );
+            }
+        }
+        for case in &corpus.patterns {
+            let found = locate(&dir, &case.query_source);
+            let job = JobFacts {
+                query_source: case.query_source.clone(),
+                tables: case.tables.clone(),
+                ..JobFacts::default()
+            };
+            let code = longtx_prompt::locate::code_context(&dir, &job.tables, &found);
+            let ranked = rank_patterns(&job, &found, &code, &catalogue);
+            // A top pattern at score 0 is no pick, whatever the catalogue order.
+            let top = ranked
+                .first()
+                .filter(|r| r.score > 0)
+                .map(|r| catalogue.patterns[r.index].id().to_owned());
+            tally.ranked += 1;
+            let right = top.as_deref() == Some(case.expect_pattern.as_str());
+            tally.ranked_right += right as usize;
+            if show_misses && !right {
+                let why: Vec<String> = ranked
+                    .iter()
+                    .take(3)
+                    .map(|r| {
+                        format!(
+                            "{} {} {:?}",
+                            catalogue.patterns[r.index].id(),
+                            r.score,
+                            r.matched
+                        )
+                    })
+                    .collect();
+                println!(
+                    "  ranking miss {} expected {} got {:?} (found {:?}) {why:?}",
+                    case.query_source,
+                    case.expect_pattern,
+                    top,
+                    found
+                        .iter()
+                        .map(|c| format!("{}:{:?}", c.path, c.line))
+                        .collect::<Vec<_>>()
+                );
+            }
+        }
+        tally.print(&corpus.repository);
+        total.add(&tally);
+    }
+    total.print("all");
+    if !missing.is_empty() {
+        anyhow::bail!(
+            "{} checkout(s) missing: {}",
+            missing.len(),
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,509 @@
+//! What surrounds the located method: the model class of each alerted
+//! table, and the methods the located code calls inside the repository,
+//! one level deep. The transaction of a controller action usually lives a
+//! call away (a service object, the model), so the agent gets where to look
+//! as file:line, not whole files.
+
+use super::{
+    declared_classes, find_def, read_small, relative_to, ruby_files, Candidate, CLASS_ROOTS,
+};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// At most this many calls are listed per prompt.
+const MAX_CALLS: usize = 12;
+
+/// A table's model: `versions` -> `Version` in `app/models/version.rb`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelRef {
+    pub table: String,
+    pub class: String,
+    pub path: String,
+    pub line: usize,
+    /// The model says `self.table_name = ...` (its name alone would not tell).
+    pub explicit_table_name: bool,
+}
+
+/// A call in the located code, resolved to where it is defined.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallRef {
+    /// As written: `PaymentGateway.charge`, `notify_warehouse`.
+    pub call: String,
+    pub path: String,
+    pub line: usize,
+    /// The called method's body: evidence for ranking the patterns (the
+    /// transaction often lives here), not printed.
+    #[serde(skip)]
+    pub body: String,
+    /// The called method's whole file, where the methods it calls in turn
+    /// are looked up (ranking evidence, one level further).
+    #[serde(skip)]
+    pub file_text: String,
+}
+
+/// Everything [`code_context`] found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CodeContext {
+    pub models: Vec<ModelRef>,
+    pub calls: Vec<CallRef>,
+}
+
+/// Classes declared under `app/`, `lib/` and `config/initializers/`: full
+/// name to (path, line, file text).
+struct ClassIndex {
+    classes: HashMap<String, (String, usize)>,
+    texts: HashMap<String, String>,
+    /// Explicit `self.table_name`s: table to class.
+    table_names: HashMap<String, String>,
+    /// Instance methods of models and services: name to where defined.
+    methods: HashMap<String, Vec<(String, usize)>>,
+}
+
+impl ClassIndex {
+    fn build(repo: &Path) -> ClassIndex {
+        let mut index = ClassIndex {
+            classes: HashMap::new(),
+            texts: HashMap::new(),
+            table_names: HashMap::new(),
+            methods: HashMap::new(),
+        };
+        for root in CLASS_ROOTS {
+            for file in ruby_files(&repo.join(root), "rb") {
+                let Some(text) = read_small(repo, &file) else {
+                    continue;
+                };
+                let path = relative_to(repo, &file);
+                let classes = declared_classes(&text);
+                for (line, name) in &classes {
+                    index
+                        .classes
+                        .entry(name.clone())
+                        .or_insert((path.clone(), *line));
+                }
+                if let (Some(table), Some((_, class))) =
+                    (explicit_table_name(&text), classes.first())
+                {
+                    index.table_names.insert(table, class.clone());
+                }
+                if path.starts_with("app/models/") || path.starts_with("app/services/") {
+                    for (i, line) in text.lines().enumerate() {
+                        if let Some(rest) = line.trim_start().strip_prefix("def ") {
+                            let name = word_at(rest);
+                            if !name.is_empty() && name != "self" {
+                                index
+                                    .methods
+                                    .entry(name)
+                                    .or_default()
+                                    .push((path.clone(), i + 1));
+                            }
+                        }
+                    }
+                }
+                index.texts.insert(path, text);
+            }
+        }
+        index
+    }
+}
+
+/// The models of `tables` and the calls of the first candidate's method.
+pub fn code_context(repo: &Path, tables: &[String], candidates: &[Candidate]) -> CodeContext {
+    let index = ClassIndex::build(repo);
+    let models = tables
+        .iter()
+        .filter_map(|table| model_of(&index, table))
+        .collect();
+    let calls = candidates
+        .first()
+        .and_then(|c| c.excerpt.as_ref().map(|e| (c, e)))
+        .map(|(candidate, excerpt)| calls_in(&index, candidate, excerpt))
+        .unwrap_or_default();
+    CodeContext { models, calls }
+}
+
+fn model_of(index: &ClassIndex, table: &str) -> Option<ModelRef> {
+    let table = table.rsplit('.').next().unwrap_or(table);
+    let (class, explicit) = match index.table_names.get(table) {
+        Some(class) => (class.clone(), true),
+        None => {
+            // `event_applications` is `EventApplication`, or `Event::Application`
+            // (a namespaced model with the module's table prefix).
+            let single = singularize(table);
+            let parts: Vec<&str> = single.split('_').collect();
+            let namespaced = (1..parts.len()).map(|cut| {
+                format!(
+                    "{}::{}",
+                    camelize(&parts[..cut].join("_")),
+                    camelize(&parts[cut..].join("_"))
+                )
+            });
+            let class = std::iter::once(camelize(&single))
+                .chain(namespaced)
+                .find(|name| {
+                    index
+                        .classes
+                        .get(name)
+                        .is_some_and(|(p, _)| p.starts_with("app/models/"))
+                })?;
+            (class, false)
+        }
+    };
+    let (path, line) = index.classes.get(&class)?.clone();
+    (explicit || path.starts_with("app/models/")).then(|| ModelRef {
+        table: table.to_owned(),
+        class,
+        path,
+        line,
+        explicit_table_name: explicit,
+    })
+}
+
+/// `self.table_name = "legacy_versions"` (or a symbol).
+fn explicit_table_name(text: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix("self.table_name")?.trim_start();
+        let value = rest.strip_prefix('=')?.trim();
+        let name: String = value
+            .trim_start_matches([':', '"', '\''])
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+            .collect();
+        (!name.is_empty()).then(|| name.rsplit('.').next().unwrap_or(&name).to_owned())
+    })
+}
+
+/// `Const.method` / `Const::Inner.method` / `Const.new(...).method`, and
+/// bare calls of methods the same file defines.
+fn calls_in(index: &ClassIndex, candidate: &Candidate, excerpt: &str) -> Vec<CallRef> {
+    let mut calls: Vec<CallRef> = Vec::new();
+    let own_method = excerpt
+        .lines()
+        .next()
+        .and_then(|l| l.trim().strip_prefix("def "))
+        .map(|rest| word_at(rest.trim_start_matches("self.")))
+        .unwrap_or_default();
+    let body: Vec<&str> = excerpt.lines().skip(1).collect();
+    let body = body.join("\n");
+    let mut push = |call: String, path: String, line: usize, body: String, file_text: String| {
+        if calls.len() < MAX_CALLS && !calls.iter().any(|c| c.call == call) {
+            calls.push(CallRef {
+                call,
+                path,
+                line,
+                body,
+                file_text,
+            });
+        }
+    };
+    for (constant, method) in constant_calls(&body) {
+        let Some((path, _)) = index.classes.get(&constant).cloned() else {
+            continue;
+        };
+        let text = index.texts.get(&path).cloned().unwrap_or_default();
+        // A method the class does not define itself (`User.update_all`)
+        // is the framework's: nothing to point at.
+        let Some((line, body)) = find_def(&text, &method) else {
+            continue;
+        };
+        push(format!("{constant}.{method}"), path, line, body, text);
+    }
+    for word in words(&body) {
+        if word == own_method || word.len() < 3 {
+            continue;
+        }
+        if let Some((line, body)) = find_def(&candidate.file_text, &word) {
+            // Its file is the candidate's, already evidence.
+            push(word, candidate.path.clone(), line, body, String::new());
+        }
+    }
+    // `@order.finalize!`: a method only one model or service defines.
+    for (receiver, method) in receiver_calls(&body) {
+        let Some([(path, line)]) = index.methods.get(&method).map(Vec::as_slice) else {
+            continue;
+        };
+        let text = index.texts.get(path).cloned().unwrap_or_default();
+        let body = find_def(&text, &method).map(|(_, b)| b).unwrap_or_default();
+        push(
+            format!("{receiver}.{method}"),
+            path.clone(),
+            *line,
+            body,
+            text,
+        );
+    }
+    calls
+}
+
+/// `@receiver.method`: calls on instance variables.
+fn receiver_calls(code: &str) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = Vec::new();
+    for (at, _) in code.match_indices('.') {
+        let receiver: String = code[..at]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '@')
+            .collect::<String>()
+            .chars()
+            .rev()
+            .collect();
+        let method = word_at(&code[at + 1..]);
+        // Only `@record.method`: a local's class is anyone's guess.
+        let variable = receiver.starts_with('@') && receiver.len() > 1;
+        if variable && method.len() >= 4 && !found.iter().any(|(_, m)| *m == method) {
+            found.push((receiver, method));
+        }
+    }
+    found
+}
+
+/// The bodies of the methods the listed calls make in their own files (a
+/// service's `call` usually hands the work to a private method there):
+/// ranking evidence only, never printed.
+pub fn second_level_bodies(calls: &[CallRef]) -> Vec<String> {
+    let mut bodies = Vec::new();
+    for call in calls.iter().filter(|c| !c.file_text.is_empty()) {
+        let own = call.call.rsplit('.').next().unwrap_or_default();
+        for word in words(
+            call.body
+                .lines()
+                .skip(1)
+                .collect::<Vec<_>>()
+                .join("\n")
+                .as_str(),
+        ) {
+            if word == own || word.len() < 3 || bodies.len() >= MAX_CALLS {
+                continue;
+            }
+            if let Some((_, body)) = find_def(&call.file_text, &word) {
+                bodies.push(body);
+            }
+        }
+    }
+    bodies
+}
+
+/// `(Const, method)` for each `Const.method`, `Const.new(...).method`.
+fn constant_calls(code: &str) -> Vec<(String, String)> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let word_or_path = |c: char| c.is_alphanumeric() || c == '_' || c == ':' || c == '.';
+        // `::Const` (from the top level) starts a constant too.
+        let rooted = i >= 2
+            && chars[i - 1] == ':'
+            && chars[i - 2] == ':'
+            && (i == 2 || !word_or_path(chars[i - 3]));
+        let starts_word = i == 0 || rooted || !word_or_path(chars[i - 1]);
+        if !(starts_word && chars[i].is_ascii_uppercase()) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == ':')
+        {
+            i += 1;
+        }
+        let constant: String = chars[start..i]
+            .iter()
+            .collect::<String>()
+            .trim_end_matches(':')
+            .to_owned();
+        if i >= chars.len() || chars[i] != '.' {
+            continue;
+        }
+        let rest: String = chars[i + 1..].iter().take(2000).collect();
+        let mut method = word_at(&rest);
+        if method == "new" {
+            // `Const.new(args).call`: the method after the constructor; or
+            // `svc = Const.new(args)` and later `svc.call`.
+            let after = skip_parens(&rest[3..]).trim_start();
+            method = match after.strip_prefix('.') {
+                Some(chained) => word_at(chained),
+                None => assigned_to(&chars[..start])
+                    .and_then(|var| method_on(&chars[i..].iter().collect::<String>(), &var))
+                    .unwrap_or_default(),
+            };
+        }
+        if !method.is_empty() && method != "new" {
+            found.push((constant, method));
+        }
+    }
+    found
+}
+
+/// The variable a constructor's result is assigned to: `svc = ` just
+/// before it on its line.
+fn assigned_to(before: &[char]) -> Option<String> {
+    let line: String = before
+        .iter()
+        .rev()
+        .take_while(|c| **c != '\n')
+        .collect::<String>()
+        .chars()
+        .rev()
+        .collect();
+    let lhs = line.trim_end().strip_suffix('=')?.trim_end();
+    let var = lhs
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_' || c == '@'))
+        .next()?;
+    (!var.is_empty() && !lhs.ends_with(['=', '!', '<', '>'])).then(|| var.to_owned())
+}
+
+/// The first method called on `var` in `code`: `var.call` gives `call`.
+fn method_on(code: &str, var: &str) -> Option<String> {
+    let needle = format!("{var}.");
+    code.match_indices(&needle)
+        .find(|(at, _)| !code[..*at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+        .map(|(at, _)| word_at(&code[at + needle.len()..]))
+        .filter(|m| !m.is_empty())
+}
+
+fn skip_parens(text: &str) -> &str {
+    if !text.starts_with('(') {
+        return text;
+    }
+    let mut depth = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &text[i + 1..];
+                }
+            }
+            _ => {}
+        }
+    }
+    ""
+}
+
+fn word_at(text: &str) -> String {
+    text.chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '?' || *c == '!')
+        .collect()
+}
+
+/// Lower-case identifiers of `code` that stand alone (a call on self, not
+/// `x.name` nor `Const::name`), in order, each once.
+fn words(code: &str) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    let is_word = |c: char| c.is_alphanumeric() || c == '_' || c == '?' || c == '!';
+    let mut start = None;
+    for (i, c) in code
+        .char_indices()
+        .chain(std::iter::once((code.len(), ' ')))
+    {
+        match (is_word(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(from)) => {
+                start = None;
+                let raw = &code[from..i];
+                let on_receiver = code[..from].ends_with(['.', ':', '@']);
+                if !on_receiver
+                    && raw.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+                    && !seen.iter().any(|s| s == raw)
+                {
+                    seen.push(raw.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    seen
+}
+
+/// English plurals as Rails' default inflections have them, for table names.
+fn singularize(table: &str) -> String {
+    let (head, last) = match table.rsplit_once('_') {
+        Some((head, last)) => (format!("{head}_"), last),
+        None => (String::new(), table),
+    };
+    let irregular = [
+        ("people", "person"),
+        ("men", "man"),
+        ("children", "child"),
+        ("data", "datum"),
+    ];
+    let single = if let Some((_, s)) = irregular.iter().find(|(p, _)| *p == last) {
+        (*s).to_owned()
+    } else if let Some(stem) = last
+        .strip_suffix("uses")
+        .or_else(|| last.strip_suffix("iases"))
+    {
+        // statuses, buses; aliases
+        if last.ends_with("iases") {
+            format!("{stem}ias")
+        } else {
+            format!("{stem}us")
+        }
+    } else if let Some(stem) = last.strip_suffix("ies") {
+        format!("{stem}y")
+    } else if let Some(stem) = ["sses", "shes", "ches", "xes", "zzes"]
+        .iter()
+        .find_map(|suffix| last.strip_suffix(suffix).map(|s| (s, suffix)))
+    {
+        format!("{}{}", stem.0, &stem.1[..stem.1.len() - 2])
+    } else if last.ends_with("ss") || last.ends_with("us") {
+        last.to_owned()
+    } else if let Some(stem) = last.strip_suffix('s') {
+        stem.to_owned()
+    } else {
+        last.to_owned()
+    };
+    format!("{head}{single}")
+}
+
+fn camelize(name: &str) -> String {
+    name.split('_')
+        .map(|part| {
+            let mut chars = part.chars();
+            match chars.next() {
+                Some(first) => first.to_uppercase().chain(chars).collect(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_become_model_names_as_rails_inflects_them() {
+        for (table, class) in [
+            ("versions", "Version"),
+            ("order_items", "OrderItem"),
+            ("categories", "Category"),
+            ("addresses", "Address"),
+            ("boxes", "Box"),
+            ("people", "Person"),
+            ("statuses", "Status"),
+        ] {
+            assert_eq!(camelize(&singularize(table)), class, "{table}");
+        }
+    }
+
+    #[test]
+    fn calls_on_constants_are_read_with_and_without_new() {
+        let code = "  Payments::Gateway.charge(order)\n  x = Refund.new(order).call\n  Rails.logger.info('x')\n  a.B.c\n  svc = Approval.new(\n    partner: p\n  )\n  svc.call\n";
+        assert_eq!(
+            constant_calls(code),
+            vec![
+                ("Payments::Gateway".to_owned(), "charge".to_owned()),
+                ("Refund".to_owned(), "call".to_owned()),
+                ("Rails".to_owned(), "logger".to_owned()),
+                ("Approval".to_owned(), "call".to_owned()),
+            ]
+        );
+        assert_eq!(
+            explicit_table_name(
+                "class V < ApplicationRecord\n  self.table_name = \"legacy_versions\"\nend\n"
+            ),
+            Some("legacy_versions".to_owned())
+        );
+    }
+}

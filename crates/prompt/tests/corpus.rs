@@ -1,0 +1,109 @@
+//! The locator corpus (`corpus/locate/*.yaml`) stays well-formed: what the
+//! bench measures is only as good as its labels. The checkouts are not
+//! here (CI has no network); `locate-bench` runs against them by hand.
+
+use serde::Deserialize;
+use std::path::Path;
+
+#[derive(Deserialize)]
+struct CorpusFile {
+    repository: String,
+    commit: String,
+    cases: Vec<Case>,
+    #[serde(default)]
+    patterns: Vec<PatternCase>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    query_source: String,
+    expect: String,
+    form: String,
+}
+
+#[derive(Deserialize)]
+struct PatternCase {
+    query_source: String,
+    expect: String,
+    expect_pattern: String,
+}
+
+fn well_formed_expect(expect: &str) -> bool {
+    if expect == "none" {
+        return true;
+    }
+    let (path, line) = expect.rsplit_once(':').unwrap_or((expect, "1"));
+    (path.ends_with(".rb") || path.ends_with(".rake")) && line.parse::<usize>().is_ok_and(|l| l > 0)
+}
+
+#[test]
+fn the_corpus_has_enough_labelled_cases_from_enough_applications() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let catalogue = longtx_catalog::Catalogue::load(&root.join("patterns")).unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(root.join("corpus/locate"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    let (mut cases, mut nones, mut ranked) = (0, 0, 0);
+    let mut forms = std::collections::BTreeSet::new();
+    for file in &files {
+        let corpus: CorpusFile = serde_yaml::from_str(&std::fs::read_to_string(file).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let name = file.file_stem().unwrap().to_string_lossy();
+        assert_eq!(
+            name,
+            corpus.repository.replace('/', "+"),
+            "file named after its repository"
+        );
+        assert!(corpus.commit.len() == 40 && corpus.commit.bytes().all(|b| b.is_ascii_hexdigit()));
+        for case in &corpus.cases {
+            assert!(!case.query_source.is_empty());
+            assert!(
+                well_formed_expect(&case.expect),
+                "{}: {}",
+                name,
+                case.expect
+            );
+            forms.insert(case.form.clone());
+            nones += (case.expect == "none") as usize;
+        }
+        for case in &corpus.patterns {
+            assert!(
+                well_formed_expect(&case.expect),
+                "{}: {}",
+                case.query_source,
+                case.expect
+            );
+            assert!(
+                catalogue
+                    .patterns
+                    .iter()
+                    .any(|p| p.id() == case.expect_pattern),
+                "{} names no pattern of the catalogue",
+                case.expect_pattern
+            );
+        }
+        cases += corpus.cases.len();
+        ranked += corpus.patterns.len();
+    }
+    assert!(files.len() >= 3, "at least three applications");
+    assert!(cases >= 80, "at least 80 cases, not {cases}");
+    assert!(
+        nones >= 10,
+        "sources that do not exist are covered: {nones}"
+    );
+    assert!(ranked >= 10, "a ranking subset: {ranked}");
+    for form in [
+        "controller-namespaced",
+        "controller-default-tag",
+        "controller-class-form",
+        "controller-inherited",
+        "job-usual",
+        "rake-namespaced",
+        "missing",
+    ] {
+        assert!(forms.contains(form), "no {form} case: {forms:?}");
+    }
+}
