@@ -210,7 +210,11 @@ pub async fn run(
                     let store = store.clone();
                     async move {
                         store
-                            .record_alerts(&[record(load)], Duration::from_secs(7 * 86_400))
+                            .record_alerts(
+                                &[record(load)],
+                                Duration::from_secs(7 * 86_400),
+                                Duration::from_secs(7200),
+                            )
                             .await
                             .is_ok()
                     }

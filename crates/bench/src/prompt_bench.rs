@@ -150,5 +150,6 @@ fn job() -> JobFacts {
         threshold_seconds: 100.0,
         alert_links: vec!["https://app.datadoghq.com/monitors/1".into()],
         previous_rejection: Vec::new(),
+        previous_fix: None,
     }
 }

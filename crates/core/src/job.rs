@@ -34,10 +34,16 @@ pub enum JobState {
     DryRun,
     /// The agent run ended without opening a PR.
     NoPr,
+    /// Merged, and no alert over the threshold came in the verification
+    /// window after the deploy grace: the fix held.
+    Verified,
+    /// Merged, and an alert over the threshold came after the deploy
+    /// grace: the fix did not hold, and a new job took over at once.
+    Regressed,
 }
 
 impl JobState {
-    pub const ALL: [JobState; 13] = [
+    pub const ALL: [JobState; 15] = [
         JobState::Queued,
         JobState::Dispatching,
         JobState::AgentRunning,
@@ -51,6 +57,8 @@ impl JobState {
         JobState::Expired,
         JobState::DryRun,
         JobState::NoPr,
+        JobState::Verified,
+        JobState::Regressed,
     ];
 
     /// States in which a job holds its `query_source`: a new alert for the
@@ -78,6 +86,8 @@ impl JobState {
             JobState::Expired => "expired",
             JobState::DryRun => "dry_run",
             JobState::NoPr => "no_pr",
+            JobState::Verified => "verified",
+            JobState::Regressed => "regressed",
         }
     }
 

@@ -20,6 +20,12 @@ pub struct IntakePolicy {
     pub exclude: Vec<String>,
     /// After a job ends, how long before the same source may open a new one.
     pub cooldown: Duration,
+    /// `LONGTX_DEPLOY_GRACE`: after a merge, alerts this long are the old
+    /// code still running (counted, never a regression).
+    pub deploy_grace: Duration,
+    /// `LONGTX_VERIFY_WINDOW`: after the grace, a merged fix with no alert
+    /// this long is `verified`.
+    pub verify_window: Duration,
 }
 
 impl Default for IntakePolicy {
@@ -29,6 +35,8 @@ impl Default for IntakePolicy {
             table_thresholds: BTreeMap::new(),
             exclude: vec!["unknown".into(), "rake:tmp:*".into()],
             cooldown: Duration::from_secs(7 * 86_400),
+            deploy_grace: Duration::from_secs(2 * 3600),
+            verify_window: Duration::from_secs(7 * 86_400),
         }
     }
 }

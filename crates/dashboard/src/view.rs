@@ -392,6 +392,21 @@ pub(crate) fn job_context(page: &JobPage, settings: &PageSettings) -> tera::Cont
             .as_ref()
             .map(|v| serde_json::to_string_pretty(v).unwrap_or_default()),
     );
+    context.insert(
+        "recurrences",
+        &(job.recurrence_count > 0).then(|| {
+            format!(
+                "{} alert(s) after the job ended, longest {}, last {}",
+                job.recurrence_count,
+                seconds(job.recurrence_max_seconds),
+                job.last_recurrence_at.map(time).unwrap_or_default()
+            )
+        }),
+    );
+    context.insert("verified", &job.verified_at.map(time));
+    context.insert("regressed", &job.regressed_at.map(time));
+    context.insert("regressed_from", &job.regressed_from);
+    context.insert("hold_reason", &job.hold_reason);
     context.insert("wontfix_state", &job.wontfix_state);
     context.insert("wontfix_by", &job.wontfix_by);
     context.insert("wontfix_detail", &job.wontfix_detail);

@@ -130,7 +130,7 @@ async fn receive(
         .collect();
     let outcomes = state
         .store
-        .record_alerts(&records, state.policy.cooldown)
+        .record_alerts(&records, state.policy.cooldown, state.policy.deploy_grace)
         .await?;
     // After the commit, with no connection held: the prompt is rendered in
     // the background so intake answers at database speed.

@@ -87,6 +87,18 @@ pub async fn metrics(
             });
         }
     }
+    if gauges.iter().any(|g| g.name == "longtx_jobs") {
+        if let Ok(recurrences) = state.store.recurrence_counts().await {
+            gauges.push(Gauge {
+                name: "longtx_recurrences",
+                help: "Alerts for a source after its job ended, by that job's state (regressed, verified, merged within the deploy grace, closed...).",
+                series: recurrences
+                    .into_iter()
+                    .map(|(state, n)| (vec![("job_state", state)], n as f64))
+                    .collect(),
+            });
+        }
+    }
     if let Some(extra) = &state.extra_gauges {
         gauges.extend(extra());
     }

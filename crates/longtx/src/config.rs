@@ -76,6 +76,10 @@ pub struct Config {
     pub db_max_connections: u32,
     pub db_acquire_timeout: Duration,
     pub cooldown: Duration,
+    /// `LONGTX_DEPLOY_GRACE` (2h) and `LONGTX_VERIFY_WINDOW` (7d): when a
+    /// merged fix counts as holding, or as regressed.
+    pub deploy_grace: Duration,
+    pub verify_window: Duration,
     pub alert_retention: Duration,
     /// Run the lock-holder collector inside `serve` on this database.
     pub collect_dsn: Option<longtx_collector::Dsn>,
@@ -126,6 +130,8 @@ impl fmt::Debug for Config {
             .field("db_max_connections", &self.db_max_connections)
             .field("db_acquire_timeout", &self.db_acquire_timeout)
             .field("cooldown", &self.cooldown)
+            .field("deploy_grace", &self.deploy_grace)
+            .field("verify_window", &self.verify_window)
             .field("alert_retention", &self.alert_retention)
             .field("collect_dsn", &self.collect_dsn)
             .field("collect_interval", &self.collect_interval)
@@ -234,6 +240,8 @@ impl Config {
             table_thresholds: self.table_thresholds.clone(),
             exclude: self.exclude.clone(),
             cooldown: self.cooldown,
+            deploy_grace: self.deploy_grace,
+            verify_window: self.verify_window,
         }
     }
 
@@ -412,6 +420,18 @@ impl Config {
                 "LONGTX_COOLDOWN",
                 var("LONGTX_COOLDOWN"),
                 file.cooldown,
+                "7d",
+            )?,
+            deploy_grace: duration(
+                "LONGTX_DEPLOY_GRACE",
+                var("LONGTX_DEPLOY_GRACE"),
+                None,
+                "2h",
+            )?,
+            verify_window: duration(
+                "LONGTX_VERIFY_WINDOW",
+                var("LONGTX_VERIFY_WINDOW"),
+                None,
                 "7d",
             )?,
             alert_retention: duration(

@@ -60,6 +60,7 @@ pub fn print_prompt(
         last_seen_at: None,
         alert_links: Vec::new(),
         previous_rejection: Vec::new(),
+        previous_fix: None,
     };
     let prompt = sources.build(&facts).map_err(|e| anyhow::anyhow!(e))?;
     print!("{}", prompt.text);

@@ -70,6 +70,11 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         config.alert_retention,
     ));
     let roll_up = tokio::spawn(roll_up_alerts(db.store.clone()));
+    let verify = tokio::spawn(verify_merged_fixes(
+        db.store.clone(),
+        config.deploy_grace,
+        config.verify_window,
+    ));
 
     tracing::info!(listen = %config.listen, auth = config.webhook_token.is_some(), "longtx is serving");
     let served = longtx_http::serve(
@@ -84,7 +89,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     longtx_pipeline::stop_workers().await;
     retention.abort();
     roll_up.abort();
-    let _ = (retention.await, roll_up.await);
+    verify.abort();
+    let _ = (retention.await, roll_up.await, verify.await);
     tracing::info!("in-flight requests finished and workers stopped; shutting down");
     db.shutdown().await;
     served.context("serving HTTP")
@@ -238,6 +244,20 @@ pub(crate) fn load_ignore_list(path: &Path) -> anyhow::Result<IgnoreList> {
 }
 
 /// Deletes alert events past their retention once an hour.
+/// Merged fixes that stayed quiet through the verification window become
+/// `verified`, once a minute (regressions are found at intake).
+async fn verify_merged_fixes(store: longtx_store::Store, grace: Duration, window: Duration) {
+    let mut tick = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        tick.tick().await;
+        match store.verify_quiet_fixes(grace, window).await {
+            Ok(ids) if ids.is_empty() => {}
+            Ok(ids) => tracing::info!(jobs = ?ids, "merged fixes verified: no alert in the window"),
+            Err(err) => tracing::warn!(error = %err, "verifying merged fixes failed; retried"),
+        }
+    }
+}
+
 async fn purge_old_alert_events(store: longtx_store::Store, retention: Duration) {
     let mut tick = tokio::time::interval(Duration::from_secs(3600));
     loop {

@@ -90,6 +90,26 @@ async fn render_and_save(
             tracing::warn!(error = %err, "reading the previous rejection failed; the prompt goes without it")
         }
     }
+    // A regression: the merged fix that did not hold, and what came since.
+    match store.regression_facts(job.id).await {
+        Ok(Some(fix)) => {
+            facts.previous_fix = Some(longtx_prompt::PreviousFix {
+                job_id: fix.job_id,
+                pr: match (fix.pr_number, fix.pr_url) {
+                    (Some(n), Some(url)) => format!("PR #{n}, {url}"),
+                    (Some(n), None) => format!("PR #{n}"),
+                    _ => "its PR".to_owned(),
+                },
+                files: fix.files,
+                alerts_since: fix.recurrences,
+                longest_since_seconds: fix.longest_since,
+            })
+        }
+        Ok(None) => {}
+        Err(err) => {
+            tracing::warn!(error = %err, "reading the regressed fix failed; the prompt goes without it")
+        }
+    }
     let sources = sources.clone();
     let rendered = tokio::task::spawn_blocking(move || sources.build(&facts)).await;
     let saved = match rendered {
@@ -134,5 +154,6 @@ pub fn facts_of(job: &JobRow, policy: &IntakePolicy) -> JobFacts {
         threshold_seconds: policy.threshold_for(job.tables.first().map(String::as_str)),
         alert_links: job.alert_links.clone(),
         previous_rejection: Vec::new(),
+        previous_fix: None,
     }
 }

@@ -162,6 +162,12 @@ impl<G: GitHub> Worker<G> {
             })
             .collect();
         files.sort_by_key(|f| std::cmp::Reverse(f.changes));
+        // Kept with the choice: a regression's next prompt names what this fix changed.
+        let changed: Vec<(String, u64)> = files
+            .iter()
+            .take(50)
+            .map(|f| (f.path.clone(), f.changes))
+            .collect();
         let token = self.github.git_token().await?;
         settings
             .mirror
@@ -195,6 +201,7 @@ impl<G: GitHub> Worker<G> {
         let asked = self.ask(claim, &choice).await?;
         let keys: Vec<String> = asked.iter().map(|c| c.reviewer.key()).collect();
         let record = serde_json::json!({
+            "files": changed,
             "source": choice.source,
             "requested": asked,
             "skipped": choice.skipped,

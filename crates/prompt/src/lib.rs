@@ -13,7 +13,7 @@ mod sanitize;
 
 pub use locate::{explain_none, locate, Candidate};
 pub use render::{
-    hex_sha256, rank_patterns, JobFacts, PromptError, PromptRenderer, RenderedPrompt,
+    hex_sha256, rank_patterns, JobFacts, PreviousFix, PromptError, PromptRenderer, RenderedPrompt,
     DEFAULT_BUDGET_BYTES,
 };
 pub use round::{round_prompt, RoundFacts};

@@ -38,6 +38,19 @@ pub struct JobFacts {
     /// Why the pre-review rejected this source's previous fix, so the next
     /// attempt does not repeat it.
     pub previous_rejection: Vec<String>,
+    /// The merged fix that did not hold, when a regression opened this job.
+    pub previous_fix: Option<PreviousFix>,
+}
+
+/// A merged fix for the same source after which the alert came back.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PreviousFix {
+    pub job_id: i64,
+    pub pr: String,
+    /// (path, lines changed).
+    pub files: Vec<(String, u64)>,
+    pub alerts_since: i64,
+    pub longest_since_seconds: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -93,6 +106,7 @@ struct JobView {
     threshold_seconds: f64,
     alert_links: Vec<String>,
     previous_rejection: Vec<String>,
+    previous_fix: Option<PreviousFix>,
 }
 
 #[derive(Serialize)]
@@ -342,6 +356,18 @@ fn job_view(job: &JobFacts) -> JobView {
             .take(10)
             .map(|r| clean(r, 1000, false))
             .collect(),
+        previous_fix: job.previous_fix.as_ref().map(|f| PreviousFix {
+            job_id: f.job_id,
+            pr: clean(&f.pr, 512, false),
+            files: f
+                .files
+                .iter()
+                .take(20)
+                .map(|(p, n)| (clean(p, 300, false), *n))
+                .collect(),
+            alerts_since: f.alerts_since,
+            longest_since_seconds: f.longest_since_seconds,
+        }),
     }
 }
 

@@ -64,6 +64,7 @@ fn facts(source: &str) -> JobFacts {
         threshold_seconds: 100.0,
         alert_links: vec!["https://app.datadoghq.com/monitors/1".into()],
         previous_rejection: Vec::new(),
+        previous_fix: None,
     }
 }
 

@@ -330,7 +330,7 @@ async fn week_figures(
              FROM jobs WHERE pr_opened_at >= (SELECT at FROM since) GROUP BY 1), \
          ended AS ( \
              SELECT date_trunc('week', ended_at AT TIME ZONE 'UTC')::date AS week, \
-                    count(*) FILTER (WHERE state = 'merged') AS merged, \
+                    count(*) FILTER (WHERE state IN ('merged', 'verified', 'regressed')) AS merged, \
                     count(*) FILTER (WHERE state = 'closed') AS closed, \
                     count(*) FILTER (WHERE state = 'wontfix') AS wontfix \
              FROM jobs WHERE ended_at >= (SELECT at FROM since) AND pr_number IS NOT NULL GROUP BY 1) \

@@ -112,10 +112,13 @@ impl Store {
                 }
                 if let Some(reason) = blocked {
                     // Queued jobs and rounds both say why they wait.
-                    for table in ["jobs", "revision_rounds"] {
+                    // (A job held for a person keeps its own reason.)
+                    for (table, also) in
+                        [("jobs", "hold_reason IS NULL AND"), ("revision_rounds", "")]
+                    {
                         sqlx::query(&format!(
                             "UPDATE {table} SET state_reason = $1 \
-                             WHERE state = 'queued' AND state_reason IS DISTINCT FROM $1"
+                             WHERE {also} state = 'queued' AND state_reason IS DISTINCT FROM $1"
                         ))
                         .bind(&reason)
                         .execute(&mut *tx)
@@ -129,7 +132,7 @@ impl Store {
                     });
                 }
                 sqlx::query_scalar(
-                    "SELECT id FROM jobs WHERE state = 'queued' AND prompt IS NOT NULL \
+                    "SELECT id FROM jobs WHERE state = 'queued' AND prompt IS NOT NULL AND hold_reason IS NULL \
                      ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
                 )
                 .fetch_optional(&mut *tx)

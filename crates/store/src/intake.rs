@@ -92,10 +92,49 @@ upsert AS (
         last_seen_at = GREATEST(jobs.last_seen_at, EXCLUDED.last_seen_at),
         updated_at = now()
     RETURNING id, (xmax = 0) AS created
+),
+recurrence AS (
+    -- An alert for a source whose job ended is counted against that job.
+    UPDATE jobs SET recurrence_count = jobs.recurrence_count + $8::int,
+        recurrence_max_seconds = GREATEST(jobs.recurrence_max_seconds, $3::float8),
+        first_recurrence_at = COALESCE(jobs.first_recurrence_at, now()),
+        last_recurrence_at = now()
+    FROM cooling WHERE jobs.id = cooling.id
+    RETURNING jobs.id
 )
 SELECT id, created, NULL::text AS detail FROM upsert
 UNION ALL
-SELECT id, false, format('job %s for this source ended less than the cooldown ago', id) FROM cooling
+SELECT id, false, format('job %s for this source ended less than the cooldown ago; counted as a recurrence', id) FROM recurrence
+"#;
+
+/// The source's merged job still under verification, if any: counted as a
+/// recurrence; after the deploy grace, the fix did not hold (`regressed`).
+/// Returns (job, regressed now, regressions of the source so far).
+const MERGED_SQL: &str = r#"
+WITH merged AS (
+    SELECT id, ended_at + make_interval(secs => $2::float8) <= now() AS past_grace FROM jobs
+    WHERE source_key = $1 AND state = 'merged'
+      AND NOT EXISTS (
+          SELECT 1 FROM jobs active
+          WHERE active.source_key = $1
+            AND active.state IN ('queued', 'dispatching', 'agent_running', 'pre_review', 'in_review'))
+    ORDER BY id DESC LIMIT 1
+    FOR UPDATE
+)
+UPDATE jobs SET recurrence_count = jobs.recurrence_count + $3::int,
+    recurrence_max_seconds = GREATEST(jobs.recurrence_max_seconds, $4::float8),
+    first_recurrence_at = COALESCE(jobs.first_recurrence_at, now()),
+    last_recurrence_at = now(),
+    state = CASE WHEN merged.past_grace THEN 'regressed' ELSE jobs.state END,
+    regressed_at = CASE WHEN merged.past_grace THEN now() ELSE jobs.regressed_at END,
+    state_reason = CASE WHEN merged.past_grace
+        THEN format('an alert over the threshold (%s s) came after the deploy grace: the fix did not hold', COALESCE($4::float8::text, 'no duration'))
+        ELSE jobs.state_reason END,
+    updated_at = now()
+FROM merged WHERE jobs.id = merged.id
+RETURNING jobs.id, merged.past_grace AS regressed,
+    -- The statement's snapshot does not see this row's own change: + 1.
+    (SELECT count(*) FROM jobs r WHERE r.source_key = $1 AND r.state = 'regressed') + 1 AS regressions
 "#;
 
 const INSERT_EVENTS_SQL: &str = r#"
@@ -115,6 +154,7 @@ impl Store {
         &self,
         records: &[IntakeRecord],
         cooldown: Duration,
+        deploy_grace: Duration,
     ) -> Result<Vec<RecordedOutcome>, StoreError> {
         let mut outcomes: Vec<Option<RecordedOutcome>> = records
             .iter()
@@ -154,7 +194,8 @@ impl Store {
         }
         let mut tx = self.begin().await?;
         for indices in groups.values().take(MAX_SOURCES_PER_REQUEST) {
-            let (job_id, created, detail) = enqueue(&mut tx, records, indices, cooldown).await?;
+            let (job_id, created, detail) =
+                enqueue(&mut tx, records, indices, cooldown, deploy_grace).await?;
             for (n, &i) in indices.iter().enumerate() {
                 outcomes[i] = Some(RecordedOutcome {
                     outcome: if created && n == 0 {
@@ -177,12 +218,16 @@ impl Store {
     }
 }
 
-/// One source's alerts folded into one upsert: (job, created, why not).
+/// One source's alerts folded into one upsert: (job, created, why not). A
+/// merged fix under verification comes first: within the deploy grace the
+/// alerts only count; after it, the fix regressed and a new job starts at
+/// once, whatever the cooldown (held for a person on a second regression).
 async fn enqueue(
     conn: &mut PgConnection,
     records: &[IntakeRecord],
     indices: &[usize],
     cooldown: Duration,
+    deploy_grace: Duration,
 ) -> Result<(i64, bool, Option<String>), StoreError> {
     let group: Vec<&IntakeRecord> = indices.iter().map(|&i| &records[i]).collect();
     // The richest spelling names a new job: one that is not its own key.
@@ -205,6 +250,32 @@ async fn enqueue(
         .iter()
         .filter_map(|r| r.duration_seconds)
         .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))));
+    let merged = sqlx::query(MERGED_SQL)
+        .bind(canonical(display))
+        .bind(deploy_grace.as_secs_f64())
+        .bind(group.len() as i32)
+        .bind(longest)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let mut regressed_from = None;
+    if let Some(merged) = merged {
+        let merged_id: i64 = merged.try_get("id")?;
+        if !merged.try_get::<bool, _>("regressed")? {
+            return Ok((
+                merged_id,
+                false,
+                Some(format!(
+                    "job {merged_id} was merged within the deploy grace: counted as a recurrence (the old code may still run)"
+                )),
+            ));
+        }
+        regressed_from = Some((merged_id, merged.try_get::<i64, _>("regressions")?));
+    }
+    let cooldown = if regressed_from.is_some() {
+        Duration::ZERO
+    } else {
+        cooldown
+    };
     let row = sqlx::query(ENQUEUE_SQL)
         .bind(display)
         .bind((!tables.is_empty()).then_some(tables))
@@ -217,11 +288,28 @@ async fn enqueue(
         .bind(canonical(display))
         .fetch_one(&mut *conn)
         .await?;
-    Ok((
+    let (id, created, detail): (i64, bool, Option<String>) = (
         row.try_get("id")?,
         row.try_get("created")?,
         row.try_get("detail")?,
-    ))
+    );
+    if let (Some((from, regressions)), true) = (regressed_from, created) {
+        // A source whose fixes regressed twice is for a person to look at.
+        let hold = (regressions >= 2).then(|| {
+            format!("held for a person: this source's merged fixes regressed {regressions} times (last: job {from})")
+        });
+        sqlx::query(
+            "UPDATE jobs SET regressed_from = $2, hold_reason = $3, state_reason = COALESCE($3, state_reason) WHERE id = $1",
+        )
+        .bind(id)
+        .bind(from)
+        .bind(&hold)
+        .execute(&mut *conn)
+        .await?;
+        let detail = format!("job {from}'s merged fix regressed: a new job starts at once");
+        return Ok((id, created, Some(detail)));
+    }
+    Ok((id, created, detail))
 }
 
 /// Every alert's audit row, in one statement.

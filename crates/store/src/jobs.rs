@@ -4,6 +4,7 @@ use crate::{Store, StoreError};
 use chrono::{DateTime, Utc};
 use longtx_core::JobState;
 use serde::Serialize;
+use sqlx::Row;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -47,6 +48,17 @@ pub struct JobRow {
     pub pre_review_state: Option<String>,
     /// The latest pre-review verdict, with the head it judged.
     pub pre_review_verdict: Option<serde_json::Value>,
+    /// Alerts for the source after the job ended.
+    pub recurrence_count: i32,
+    pub recurrence_max_seconds: Option<f64>,
+    pub first_recurrence_at: Option<DateTime<Utc>>,
+    pub last_recurrence_at: Option<DateTime<Utc>>,
+    pub verified_at: Option<DateTime<Utc>>,
+    pub regressed_at: Option<DateTime<Utc>>,
+    /// The merged job whose regression opened this one.
+    pub regressed_from: Option<i64>,
+    /// Why the dispatcher leaves this queued job to a person.
+    pub hold_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -77,7 +89,9 @@ pub(crate) const JOB_COLUMNS: &str = "id, query_source, state, state_reason, tab
     prompt_revision, prompt_sha256, prompt_truncation, prompt_error, prompt_rendered_at, \
     dispatch_attempts, dispatched_at, run_id, run_url, \
     pr_number, pr_url, pr_head_sha, reviewers_state, reviewers, \
-    wontfix_state, wontfix_by, wontfix_detail, wontfix_commit, pr_opened_at, pre_review_state, pre_review_verdict";
+    wontfix_state, wontfix_by, wontfix_detail, wontfix_commit, pr_opened_at, pre_review_state, pre_review_verdict, \
+    recurrence_count, recurrence_max_seconds, first_recurrence_at, last_recurrence_at, verified_at, regressed_at, \
+    regressed_from, hold_reason";
 
 impl Store {
     pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>, StoreError> {
@@ -218,4 +232,69 @@ pub(crate) async fn jobs_by_state_on(
             .fetch_all(&mut *conn)
             .await?,
     )
+}
+
+impl Store {
+    /// Merged fixes with no alert over the threshold from the deploy grace
+    /// to the end of the verification window are `verified` (an alert in
+    /// it makes them `regressed` at intake). Returns the jobs verified now.
+    pub async fn verify_quiet_fixes(
+        &self,
+        deploy_grace: Duration,
+        window: Duration,
+    ) -> Result<Vec<i64>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "UPDATE jobs SET state = 'verified', verified_at = now(), updated_at = now(), \
+                 state_reason = format('no alert over the threshold in the %s after the deploy grace', make_interval(secs => $2::float8)) \
+             WHERE state = 'merged' AND ended_at + make_interval(secs => $1::float8 + $2::float8) <= now() \
+             RETURNING id",
+        )
+        .bind(deploy_grace.as_secs_f64())
+        .bind(window.as_secs_f64())
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// What the job a regression opened is told about the fix that did not
+    /// hold: (PR number, PR URL, its files with lines changed, the longest
+    /// alert since the merge, alerts since the merge).
+    pub async fn regression_facts(
+        &self,
+        job_id: i64,
+    ) -> Result<Option<RegressionFacts>, StoreError> {
+        let row = sqlx::query(
+            "SELECT old.id, old.pr_number, old.pr_url, old.reviewers->'files' AS files, \
+                    old.recurrence_count, old.recurrence_max_seconds, old.ended_at \
+             FROM jobs j JOIN jobs old ON old.id = j.regressed_from WHERE j.id = $1",
+        )
+        .bind(job_id)
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(r) = row else { return Ok(None) };
+        let files: Option<serde_json::Value> = r.try_get("files")?;
+        Ok(Some(RegressionFacts {
+            job_id: r.try_get("id")?,
+            pr_number: r.try_get::<Option<i64>, _>("pr_number")?,
+            pr_url: r.try_get("pr_url")?,
+            files: files
+                .and_then(|f| serde_json::from_value(f).ok())
+                .unwrap_or_default(),
+            recurrences: r.try_get::<i32, _>("recurrence_count")? as i64,
+            longest_since: r.try_get("recurrence_max_seconds")?,
+            merged_at: r.try_get("ended_at")?,
+        }))
+    }
+}
+
+/// The merged fix a regression opened a job after.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RegressionFacts {
+    pub job_id: i64,
+    pub pr_number: Option<i64>,
+    pub pr_url: Option<String>,
+    /// (path, lines changed), as the reviewer choice listed them.
+    pub files: Vec<(String, u64)>,
+    pub recurrences: i64,
+    pub longest_since: Option<f64>,
+    pub merged_at: Option<chrono::DateTime<chrono::Utc>>,
 }

@@ -24,7 +24,7 @@ pub use dashboard::{
 };
 pub use dispatch::{Caps, Claim, ClaimedJob, DispatchStatus};
 pub use intake::{IntakeAction, IntakeRecord, RecordedOutcome};
-pub use jobs::{AlertEventRow, JobFilter, JobRow};
+pub use jobs::{AlertEventRow, JobFilter, JobRow, RegressionFacts};
 pub use pool::{PoolSettings, PoolStats, Store};
 pub use pr_open::PrOpenClaim;
 pub use pre_review::{CloseClaim, PreReviewClaim, VerdictApplied};

@@ -553,6 +553,20 @@ impl Store {
         rounds_on(&mut conn, job_id).await
     }
 
+    /// Alerts counted against ended jobs, and by the state of those jobs:
+    /// for `/metrics` (`merged` recurrences are the ones within the grace).
+    pub async fn recurrence_counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT state, sum(recurrence_count)::bigint AS n FROM jobs WHERE recurrence_count > 0 GROUP BY 1 ORDER BY 1",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("state")?, r.try_get("n")?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::Database)
+    }
+
     /// Rounds by what started them and how they stand: for `/metrics`.
     pub async fn round_counts(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
         let rows = sqlx::query(

@@ -167,7 +167,7 @@ pub(crate) async fn request(
     let updated = sqlx::query(
         "UPDATE jobs SET wontfix_state = 'pending', wontfix_by = $2, wontfix_detail = NULL, \
              wontfix_lease_until = NULL, wontfix_attempts = 0, updated_at = now() \
-         WHERE id = $1 AND pr_number IS NOT NULL AND state <> 'merged' \
+         WHERE id = $1 AND pr_number IS NOT NULL AND state NOT IN ('merged', 'verified', 'regressed') \
            AND (wontfix_state IS NULL OR wontfix_state IN ('refused', 'failed'))",
     )
     .bind(job_id)

@@ -95,6 +95,7 @@ fn prompt(config: &Config) -> Check {
         last_seen_at: None,
         alert_links: Vec::new(),
         previous_rejection: Vec::new(),
+        previous_fix: None,
     };
     match config.prompt_sources().build(&facts) {
         Ok(prompt) => Check::pass(
