@@ -23,6 +23,7 @@ pub mod query_logs;
 pub mod query_source;
 pub mod reviewers;
 pub mod revision;
+pub mod run_report;
 pub mod text;
 pub mod wontfix;
 pub mod workflow;

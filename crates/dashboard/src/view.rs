@@ -218,6 +218,7 @@ pub(crate) fn dashboard_context(data: &Dashboard, settings: &PageSettings) -> te
             .collect()
     };
     context.insert("prs_by_rounds", &rounds);
+    context.insert("costs", &data.costs);
     context.insert("dispatch", &data.dispatch);
     context.insert("max_per_day", &settings.max_per_day);
     context.insert("dry_run", &settings.dry_run);
@@ -400,6 +401,22 @@ pub(crate) fn job_context(page: &JobPage, settings: &PageSettings) -> tera::Cont
                 job.recurrence_count,
                 seconds(job.recurrence_max_seconds),
                 job.last_recurrence_at.map(time).unwrap_or_default()
+            )
+        }),
+    );
+    context.insert(
+        "cost",
+        &(page.cost.runs > 0).then(|| {
+            format!(
+                "${:.2} over {} run(s), {} turns{}",
+                page.cost.cost_usd,
+                page.cost.runs,
+                page.cost.turns,
+                if page.cost.acus > 0.0 {
+                    format!(", {:.1} ACUs", page.cost.acus)
+                } else {
+                    String::new()
+                }
             )
         }),
     );

@@ -10,6 +10,7 @@ mod github;
 mod intake;
 mod metrics;
 mod pre_review;
+mod run_report;
 mod server;
 mod state;
 
@@ -66,6 +67,7 @@ pub fn router(state: AppState) -> Router {
             get(api::get_round_prompt),
         )
         .route("/api/jobs/{id}/pre-review", post(pre_review::receive))
+        .route("/api/jobs/{id}/run-report", post(run_report::receive))
         .route("/api/dispatch", get(api::dispatch_status))
         .route("/api/pause", post(api::pause))
         .route("/api/resume", post(api::resume))

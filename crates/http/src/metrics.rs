@@ -99,6 +99,18 @@ pub async fn metrics(
             });
         }
     }
+    if gauges.iter().any(|g| g.name == "longtx_jobs") {
+        if let Ok((today, total)) = state.store.cost_totals().await {
+            gauges.push(Gauge {
+                name: "longtx_agent_cost_usd",
+                help: "Agent cost the workflow runs reported, US dollars: since midnight UTC, and in all.",
+                series: vec![
+                    (vec![("period", "today".to_owned())], today),
+                    (vec![("period", "total".to_owned())], total),
+                ],
+            });
+        }
+    }
     if let Some(extra) = &state.extra_gauges {
         gauges.extend(extra());
     }

@@ -21,24 +21,7 @@ pub async fn receive(
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::bad_request("invalid_id", "a job id is a whole number"))?;
-    let token = state
-        .store
-        .job_prompt(id)
-        .await?
-        .and_then(|p| p.prompt_token);
-    let job_token_ok = token
-        .as_deref()
-        .is_some_and(|t| crate::auth::bearer_matches(&headers, t));
-    // Unlike reads, a verdict closes PRs: without an API token configured
-    // (loopback), only the job's own token is taken.
-    if !job_token_ok {
-        if !state.auth.is_configured() {
-            return Err(ApiError::unauthorized(
-                "send Authorization: Bearer <the job's prompt_token>",
-            ));
-        }
-        state.auth.check(&headers)?;
-    }
+    crate::auth::job_run_only(&state, &headers, id).await?;
     if !state.pre_review_mode.is_enabled() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,

@@ -120,6 +120,14 @@ impl StandIns {
             outputs.insert("structured_output".into(), self.verdict.to_string());
             return Ok(outputs);
         }
+        // The SDK's messages, the last one the run's result with its cost.
+        let execution = r.runner_temp.join("claude-execution-output.json");
+        std::fs::write(
+            &execution,
+            r#"[{"type":"system","subtype":"init"},{"type":"result","subtype":"success","total_cost_usd":0.42,"num_turns":7}]"#,
+        )
+        .unwrap();
+        outputs.insert("execution_file".into(), execution.display().to_string());
         let may = |tool: &str| tools.iter().any(|t| t == tool);
         if may("Edit") || may("Write") || may("MultiEdit") {
             let task =
@@ -390,6 +398,12 @@ async fn the_claude_template_pushes_the_branch_and_longtx_opens_one_reviewed_pr(
         vec!["longtx"]
     );
     assert_eq!(t.github.review_requests().len(), 1);
+    let cost = t.app.store.job_cost(job).await.unwrap();
+    assert_eq!(
+        (cost.runs, cost.cost_usd, cost.turns),
+        (1, 0.42, 7),
+        "the run reported its cost"
+    );
 }
 
 #[tokio::test]

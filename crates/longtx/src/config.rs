@@ -105,6 +105,9 @@ pub struct GitHubConfig {
     pub workflow_ref: Option<String>,
     pub max_dispatches_per_day: i64,
     pub max_running: i64,
+    /// `LONGTX_MAX_COST_PER_DAY`: US dollars of reported agent cost per UTC
+    /// day; unset, no cost cap.
+    pub max_cost_per_day: Option<f64>,
     /// `Some` when set: applied to the shared pause switch at start.
     pub paused: Option<bool>,
     pub agent_timeout: Duration,
@@ -617,6 +620,22 @@ fn load_github(
             file.max_running,
             3,
         )?,
+        max_cost_per_day: var("LONGTX_MAX_COST_PER_DAY")
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| {
+                v.trim()
+                    .trim_start_matches('$')
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|n| n.is_finite() && *n >= 0.0)
+                    .ok_or_else(|| {
+                        invalid(
+                            "LONGTX_MAX_COST_PER_DAY",
+                            format!("{v:?} is not an amount of US dollars"),
+                        )
+                    })
+            })
+            .transpose()?,
         paused,
         agent_timeout: duration(
             "LONGTX_AGENT_TIMEOUT",

@@ -122,6 +122,7 @@ async fn start_dispatcher(
         caps: longtx_store::Caps {
             max_per_day: gh.max_dispatches_per_day,
             max_running: gh.max_running,
+            max_cost_per_day: gh.max_cost_per_day,
         },
         lease: gh.dispatch_lease,
         agent_timeout: gh.agent_timeout,

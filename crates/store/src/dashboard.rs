@@ -74,6 +74,7 @@ pub struct Dashboard {
     pub jobs: Vec<JobRow>,
     /// Fix PRs by the revision rounds they took: (0, 1, 2, 3 or more).
     pub prs_by_rounds: Vec<(i32, i64)>,
+    pub costs: crate::CostFigures,
 }
 
 /// A job with everything its page shows.
@@ -87,6 +88,8 @@ pub struct JobPage {
     /// The pre-review's verdicts acted on, oldest first.
     pub verdicts: Vec<VerdictRecord>,
     pub requests: Vec<RequestRecord>,
+    /// What its agent runs cost, as reported.
+    pub cost: crate::JobCost,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -191,6 +194,7 @@ impl Store {
         let dispatch = dispatch_counts(&mut tx).await?;
         let jobs = list_jobs_on(&mut tx, &query.jobs).await?;
         let prs_by_rounds = prs_by_rounds(&mut tx).await?;
+        let costs = crate::costs::cost_figures(&mut tx).await?;
         tx.commit().await?;
         Ok(Dashboard {
             today,
@@ -202,6 +206,7 @@ impl Store {
             dispatch,
             jobs,
             prs_by_rounds,
+            costs,
         })
     }
 
@@ -226,6 +231,7 @@ impl Store {
         .fetch_all(&mut *tx)
         .await?;
         let rounds = rounds_on(&mut tx, id).await?;
+        let cost = crate::costs::job_cost_on(&mut tx, id).await?;
         let verdicts = sqlx::query_as::<_, VerdictRecord>(
             "SELECT received_at, head_sha, outcome, verdict FROM pre_review_verdicts \
              WHERE job_id = $1 AND acted ORDER BY id LIMIT 50",
@@ -249,6 +255,7 @@ impl Store {
             rounds,
             verdicts,
             requests,
+            cost,
         }))
     }
 }

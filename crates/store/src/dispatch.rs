@@ -14,6 +14,9 @@ const CLAIM_LOCK: i64 = 0x6c6f_6e67_7478; // "longtx"
 pub struct Caps {
     pub max_per_day: i64,
     pub max_running: i64,
+    /// `LONGTX_MAX_COST_PER_DAY`: US dollars of agent cost reported since
+    /// midnight UTC past which nothing more is dispatched today.
+    pub max_cost_per_day: Option<f64>,
 }
 
 /// A job the caller now owns until `lease` runs out.
@@ -51,6 +54,8 @@ pub struct DispatchStatus {
     /// Dispatching or with an agent running.
     pub running: i64,
     pub queued: i64,
+    /// Agent cost reported since midnight UTC, US dollars.
+    pub cost_today_usd: f64,
 }
 
 impl Store {
@@ -352,7 +357,8 @@ pub(crate) async fn dispatch_counts(
              + (SELECT count(*) FROM revision_rounds WHERE state = 'dispatching' AND dispatched_at IS NULL) AS in_flight, \
            (SELECT count(*) FROM jobs WHERE state IN ('dispatching', 'agent_running')) \
              + (SELECT count(*) FROM revision_rounds WHERE state IN ('dispatching', 'running')) AS running, \
-           (SELECT count(*) FROM jobs WHERE state = 'queued') AS queued",
+           (SELECT count(*) FROM jobs WHERE state = 'queued') AS queued, \
+           (SELECT COALESCE(sum(cost_usd), 0) FROM run_reports WHERE reported_at >= date_trunc('day', now())) AS cost_today",
     )
     .fetch_one(&mut *conn)
     .await?;
@@ -362,6 +368,7 @@ pub(crate) async fn dispatch_counts(
         in_flight: row.try_get("in_flight")?,
         running: row.try_get("running")?,
         queued: row.try_get("queued")?,
+        cost_today_usd: row.try_get("cost_today")?,
     })
 }
 
@@ -373,6 +380,14 @@ pub(crate) fn blocked_reason(status: &DispatchStatus, caps: Caps) -> Option<Stri
         Some(format!(
             "waiting: the daily dispatch cap ({}) is reached",
             caps.max_per_day
+        ))
+    } else if let Some(max) = caps
+        .max_cost_per_day
+        .filter(|max| status.cost_today_usd >= *max)
+    {
+        Some(format!(
+            "waiting: today's agent cost (${:.2}) reached the daily cost cap (${max:.2})",
+            status.cost_today_usd
         ))
     } else if status.running >= caps.max_running {
         Some(format!(

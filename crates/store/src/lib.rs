@@ -5,6 +5,7 @@
 //! call, and a method never asks the pool for a second connection while it
 //! holds one (that self-deadlocks exactly at pool max).
 
+mod costs;
 mod dashboard;
 mod dispatch;
 mod intake;
@@ -18,6 +19,7 @@ mod requests;
 mod rounds;
 mod wontfix;
 
+pub use costs::{CostFigures, JobCost, ReportRecorded};
 pub use dashboard::{
     Dashboard, DashboardQuery, DayFigure, DispatchRecord, JobPage, RequestRecord, ReviewerLoad,
     SourceSeries, VerdictRecord, WeekFigure,

@@ -158,6 +158,7 @@ pub fn dispatch_settings() -> longtx_pipeline::DispatchSettings {
         caps: longtx_store::Caps {
             max_per_day: 10,
             max_running: 3,
+            max_cost_per_day: None,
         },
         lease: std::time::Duration::from_secs(30),
         agent_timeout: std::time::Duration::from_secs(7200),
