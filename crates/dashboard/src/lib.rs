@@ -4,6 +4,7 @@
 //! HTML; it knows nothing of HTTP or SQL.
 
 pub mod charts;
+mod timeline;
 mod view;
 
 pub use view::PageSettings;

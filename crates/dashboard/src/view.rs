@@ -420,6 +420,7 @@ pub(crate) fn job_context(page: &JobPage, settings: &PageSettings) -> tera::Cont
             )
         }),
     );
+    context.insert("timeline", &crate::timeline::timeline(page));
     context.insert("verified", &job.verified_at.map(time));
     context.insert("regressed", &job.regressed_at.map(time));
     context.insert("regressed_from", &job.regressed_from);

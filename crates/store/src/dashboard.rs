@@ -90,6 +90,17 @@ pub struct JobPage {
     pub requests: Vec<RequestRecord>,
     /// What its agent runs cost, as reported.
     pub cost: crate::JobCost,
+    /// Each run's report, oldest first.
+    pub run_reports: Vec<RunReportRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct RunReportRecord {
+    pub reported_at: DateTime<Utc>,
+    pub run_id: i64,
+    pub round: i32,
+    pub cost_usd: Option<f64>,
+    pub turns: Option<i32>,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -232,6 +243,12 @@ impl Store {
         .await?;
         let rounds = rounds_on(&mut tx, id).await?;
         let cost = crate::costs::job_cost_on(&mut tx, id).await?;
+        let run_reports = sqlx::query_as::<_, RunReportRecord>(
+            "SELECT reported_at, run_id, round, cost_usd, turns FROM run_reports WHERE job_id = $1 ORDER BY reported_at LIMIT 50",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
         let verdicts = sqlx::query_as::<_, VerdictRecord>(
             "SELECT received_at, head_sha, outcome, verdict FROM pre_review_verdicts \
              WHERE job_id = $1 AND acted ORDER BY id LIMIT 50",
@@ -256,6 +273,7 @@ impl Store {
             verdicts,
             requests,
             cost,
+            run_reports,
         }))
     }
 }

@@ -22,7 +22,7 @@ mod wontfix;
 pub use costs::{CostFigures, JobCost, ReportRecorded};
 pub use dashboard::{
     Dashboard, DashboardQuery, DayFigure, DispatchRecord, JobPage, RequestRecord, ReviewerLoad,
-    SourceSeries, VerdictRecord, WeekFigure,
+    RunReportRecord, SourceSeries, VerdictRecord, WeekFigure,
 };
 pub use dispatch::{Caps, Claim, ClaimedJob, DispatchStatus};
 pub use intake::{IntakeAction, IntakeRecord, RecordedOutcome};
