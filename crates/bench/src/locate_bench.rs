@@ -16,38 +16,10 @@
 
 use anyhow::Context;
 use longtx_catalog::Catalogue;
+use longtx_prompt::corpus::CorpusFile;
 use longtx_prompt::{locate, rank_patterns, Candidate, JobFacts};
-use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-#[derive(Deserialize)]
-struct CorpusFile {
-    repository: String,
-    commit: String,
-    #[serde(default)]
-    cases: Vec<Case>,
-    #[serde(default)]
-    patterns: Vec<PatternCase>,
-}
-
-#[derive(Deserialize)]
-struct Case {
-    query_source: String,
-    /// `path:line`, `path` (inherited from a gem: the app's file, no
-    /// line) or `none`.
-    expect: String,
-    #[serde(default)]
-    form: String,
-}
-
-#[derive(Deserialize)]
-struct PatternCase {
-    query_source: String,
-    expect_pattern: String,
-    #[serde(default)]
-    tables: Vec<String>,
-}
 
 #[derive(Default)]
 struct Tally {

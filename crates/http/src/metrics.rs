@@ -75,41 +75,9 @@ pub async fn metrics(
             series: jobs,
         });
     }
+    // The pipeline's figures, read now, only while the database answers.
     if gauges.iter().any(|g| g.name == "longtx_jobs") {
-        if let Ok(rounds) = state.store.round_counts().await {
-            gauges.push(Gauge {
-                name: "longtx_revision_rounds",
-                help: "Revision rounds by what started them (pre_review, changes_requested, comment) and their state.",
-                series: rounds
-                    .into_iter()
-                    .map(|(trigger, state, n)| (vec![("trigger", trigger), ("state", state)], n as f64))
-                    .collect(),
-            });
-        }
-    }
-    if gauges.iter().any(|g| g.name == "longtx_jobs") {
-        if let Ok(recurrences) = state.store.recurrence_counts().await {
-            gauges.push(Gauge {
-                name: "longtx_recurrences",
-                help: "Alerts for a source after its job ended, by that job's state (regressed, verified, merged within the deploy grace, closed...).",
-                series: recurrences
-                    .into_iter()
-                    .map(|(state, n)| (vec![("job_state", state)], n as f64))
-                    .collect(),
-            });
-        }
-    }
-    if gauges.iter().any(|g| g.name == "longtx_jobs") {
-        if let Ok((today, total)) = state.store.cost_totals().await {
-            gauges.push(Gauge {
-                name: "longtx_agent_cost_usd",
-                help: "Agent cost the workflow runs reported, US dollars: since midnight UTC, and in all.",
-                series: vec![
-                    (vec![("period", "today".to_owned())], today),
-                    (vec![("period", "total".to_owned())], total),
-                ],
-            });
-        }
+        gauges.extend(pipeline_gauges(&state.store).await);
     }
     if let Some(extra) = &state.extra_gauges {
         gauges.extend(extra());
@@ -122,4 +90,41 @@ pub async fn metrics(
         longtx_metrics::render(&gauges),
     )
         .into_response())
+}
+
+/// Rounds, recurrences and cost, each read now; one that fails is left out
+/// (the scrape still answers).
+async fn pipeline_gauges(store: &longtx_store::Store) -> Vec<Gauge> {
+    let mut gauges = Vec::new();
+    if let Ok(rounds) = store.round_counts().await {
+        gauges.push(Gauge {
+            name: "longtx_revision_rounds",
+            help: "Revision rounds by what started them (pre_review, changes_requested, comment) and their state.",
+            series: rounds
+                .into_iter()
+                .map(|(trigger, state, n)| (vec![("trigger", trigger), ("state", state)], n as f64))
+                .collect(),
+        });
+    }
+    if let Ok(recurrences) = store.recurrence_counts().await {
+        gauges.push(Gauge {
+            name: "longtx_recurrences",
+            help: "Alerts for a source after its job ended, by that job's state (regressed, verified, merged within the deploy grace, closed...).",
+            series: recurrences
+                .into_iter()
+                .map(|(state, n)| (vec![("job_state", state)], n as f64))
+                .collect(),
+        });
+    }
+    if let Ok((today, total)) = store.cost_totals().await {
+        gauges.push(Gauge {
+            name: "longtx_agent_cost_usd",
+            help: "Agent cost the workflow runs reported, US dollars: since midnight UTC, and in all.",
+            series: vec![
+                (vec![("period", "today".to_owned())], today),
+                (vec![("period", "total".to_owned())], total),
+            ],
+        });
+    }
+    gauges
 }

@@ -53,6 +53,27 @@ async fn report(app: &TestApp, job: i64, token: Option<&str>, body: &Value) -> (
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// An app that dispatches to `github` under `cost_cap`, on `database` (a
+/// replica) or its own.
+async fn dispatching_app(
+    github: &FakeGitHub,
+    cost_cap: Option<f64>,
+    database: Option<longtx_testkit::TestDatabase>,
+) -> TestApp {
+    let mut builder = TestApp::builder();
+    if let Some(db) = database {
+        builder = builder.database(db);
+    }
+    builder
+        .prompts(shipped_prompt_sources())
+        .dispatcher(
+            settings(cost_cap),
+            Some(github.client(Duration::from_secs(5))),
+        )
+        .spawn()
+        .await
+}
+
 fn settings(max_cost_per_day: Option<f64>) -> DispatchSettings {
     let mut settings = dispatch_settings();
     settings.caps = Caps {
@@ -66,11 +87,7 @@ fn settings(max_cost_per_day: Option<f64>) -> DispatchSettings {
 #[tokio::test]
 async fn a_run_report_needs_the_job_s_own_token_and_counts_once_per_run() {
     let github = FakeGitHub::start().await;
-    let app = TestApp::builder()
-        .prompts(shipped_prompt_sources())
-        .dispatcher(settings(None), Some(github.client(Duration::from_secs(5))))
-        .spawn()
-        .await;
+    let app = dispatching_app(&github, None, None).await;
     let job = fire(&app, "Billing::SyncWorker").await;
     let other = fire(&app, "Crm::SyncWorker").await;
     wait_for_state(&app, job, "agent_running").await;

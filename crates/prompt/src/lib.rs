@@ -6,6 +6,7 @@
 //! alerts and code are data: they are inserted, never evaluated, and every
 //! one is cleaned and capped first.
 
+pub mod corpus;
 pub mod locate;
 pub mod render;
 pub mod round;

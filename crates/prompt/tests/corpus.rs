@@ -2,31 +2,8 @@
 //! bench measures is only as good as its labels. The checkouts are not
 //! here (CI has no network); `locate-bench` runs against them by hand.
 
-use serde::Deserialize;
+use longtx_prompt::corpus::CorpusFile;
 use std::path::Path;
-
-#[derive(Deserialize)]
-struct CorpusFile {
-    repository: String,
-    commit: String,
-    cases: Vec<Case>,
-    #[serde(default)]
-    patterns: Vec<PatternCase>,
-}
-
-#[derive(Deserialize)]
-struct Case {
-    query_source: String,
-    expect: String,
-    form: String,
-}
-
-#[derive(Deserialize)]
-struct PatternCase {
-    query_source: String,
-    expect: String,
-    expect_pattern: String,
-}
 
 fn well_formed_expect(expect: &str) -> bool {
     if expect == "none" {
