@@ -71,9 +71,10 @@ async fn after_a_job_ends_the_cooldown_holds_new_jobs_back() {
     let app = TestApp::spawn().await;
     let first = fire(&app, "Cool::Worker").await;
     let job = first["job_id"].as_i64().unwrap();
+    // (A merged job is watched by the verification rules: after_merge.rs.)
     assert!(app
         .store
-        .set_job_state(job, JobState::Merged, None)
+        .set_job_state(job, JobState::Closed, None)
         .await
         .unwrap());
 
