@@ -139,23 +139,8 @@ async fn a_run_report_needs_the_job_s_own_token_and_counts_once_per_run() {
 #[tokio::test]
 async fn the_daily_cost_cap_holds_jobs_back_across_two_replicas() {
     let github = FakeGitHub::start().await;
-    let first = TestApp::builder()
-        .prompts(shipped_prompt_sources())
-        .dispatcher(
-            settings(Some(5.0)),
-            Some(github.client(Duration::from_secs(5))),
-        )
-        .spawn()
-        .await;
-    let second = TestApp::builder()
-        .database(first.db.clone())
-        .prompts(shipped_prompt_sources())
-        .dispatcher(
-            settings(Some(5.0)),
-            Some(github.client(Duration::from_secs(5))),
-        )
-        .spawn()
-        .await;
+    let first = dispatching_app(&github, Some(5.0), None).await;
+    let second = dispatching_app(&github, Some(5.0), Some(first.db.clone())).await;
     let spender = fire(&first, "Reports::MonthlyWorker").await;
     wait_for_state(&first, spender, "agent_running").await;
     let body = json!({"run_id": 9200, "agent": "claude", "cost_usd": 6.25, "turns": 80});

@@ -148,7 +148,7 @@ impl<G: GitHub> Worker<G> {
             )
             .await
             .map_err(|e| GitHubError::Unavailable(format!("recording the decision: {e}")))?;
-        let Some(outcome) = decided else {
+        let Some((outcome, answer)) = decided else {
             return Ok(None);
         };
         match &outcome {
@@ -167,10 +167,6 @@ impl<G: GitHub> Worker<G> {
             "People's revision requests and stops, by what longtx did.",
             &[("outcome", kind)],
         );
-        // Read back what was stored: the answer posted is the one recorded.
-        Ok(Some(longtx_core::revision::answer_comment(
-            &longtx_core::revision::request_marker(&claim.source, claim.github_id),
-            &outcome,
-        )))
+        Ok(Some(answer))
     }
 }

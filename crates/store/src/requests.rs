@@ -130,7 +130,8 @@ impl Store {
 
     /// Judges a request now that the person's `permission` (and a review's
     /// `inline` comments) are known, in one transaction: a round begins,
-    /// the rounds stop, or nothing; the answer is stored to be posted.
+    /// the rounds stop, or nothing; the answer is stored to be posted, and
+    /// returned with the outcome.
     pub async fn decide_request(
         &self,
         id: i64,
@@ -139,7 +140,7 @@ impl Store {
         mode: PreReviewMode,
         max_revisions: u32,
         caps: Caps,
-    ) -> Result<Option<RequestOutcome>, StoreError> {
+    ) -> Result<Option<(RequestOutcome, String)>, StoreError> {
         let mut tx = self.begin().await?;
         let Some(r) = sqlx::query(
             "SELECT r.job_id, r.source, r.github_id, r.kind, r.login, r.body, j.state, j.pr_head_sha \
@@ -237,16 +238,17 @@ impl Store {
             &r.try_get::<String, _>("source")?,
             r.try_get("github_id")?,
         );
+        let answer = longtx_core::revision::answer_comment(&marker, &outcome);
         sqlx::query(
             "UPDATE revision_requests SET state = 'decided', answer = $2, round = $3 WHERE id = $1",
         )
         .bind(id)
-        .bind(longtx_core::revision::answer_comment(&marker, &outcome))
+        .bind(&answer)
         .bind(round)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(Some(outcome))
+        Ok(Some((outcome, answer)))
     }
 
     /// The answer is on the PR.
