@@ -13,7 +13,11 @@ mod postgres;
 pub use fold::{Caps, Holder, Series};
 
 use longtx_metrics::Gauge;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+
+mod peaks;
+use longtx_core::what_if::Observation;
+pub use peaks::Peaks;
 use std::time::{Duration, Instant};
 
 /// Where to measure. The password never leaves this type: `Display`
@@ -114,10 +118,12 @@ struct Snapshot {
 }
 
 /// A running collector; cheap to clone. Read its figures with
-/// [`Collector::gauges`].
+/// [`Collector::gauges`], and what it saw since the last look with
+/// [`Collector::take_peaks`].
 #[derive(Clone)]
 pub struct Collector {
     snapshot: Arc<RwLock<Snapshot>>,
+    peaks: Arc<Mutex<Peaks>>,
 }
 
 enum Connection {
@@ -130,6 +136,7 @@ impl Collector {
     pub fn spawn(settings: Settings) -> Self {
         let collector = Collector {
             snapshot: Arc::default(),
+            peaks: Arc::default(),
         };
         let shared = collector.clone();
         tokio::spawn(async move { shared.run(settings).await });
@@ -153,8 +160,11 @@ impl Collector {
             problem,
             last_success: Some(unix_now()),
         };
+        let mut peaks = Peaks::default();
+        peaks.raise(&snapshot.series);
         Ok(Collector {
             snapshot: Arc::new(RwLock::new(snapshot)),
+            peaks: Arc::new(Mutex::new(peaks)),
         })
     }
 
@@ -169,13 +179,19 @@ impl Collector {
             let result = poll(&mut connection, &settings).await;
             let poll_seconds = started.elapsed().as_secs_f64();
             let next = match result {
-                Ok((series, problem)) => Snapshot {
-                    up: true,
-                    series,
-                    poll_seconds,
-                    problem,
-                    last_success: Some(unix_now()),
-                },
+                Ok((series, problem)) => {
+                    self.peaks
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .raise(&series);
+                    Snapshot {
+                        up: true,
+                        series,
+                        poll_seconds,
+                        problem,
+                        last_success: Some(unix_now()),
+                    }
+                }
                 Err(err) => {
                     longtx_metrics::inc(
                         "longtx_collector_errors_total",
@@ -206,6 +222,20 @@ impl Collector {
             };
             *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = next;
         }
+    }
+
+    /// Each source's longest transaction per table since the last call,
+    /// under any threshold: what `serve` keeps as daily maxima.
+    pub fn take_peaks(&self) -> Vec<Observation> {
+        self.peaks.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Puts back peaks that could not be delivered, for the next try.
+    pub fn return_peaks(&self, undelivered: Vec<Observation>) {
+        self.peaks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .put_back(undelivered);
     }
 
     /// The collector's gauges, for `/metrics`.

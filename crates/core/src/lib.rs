@@ -17,6 +17,7 @@ pub mod glob;
 pub mod ignore_list;
 pub mod job;
 pub mod json_text;
+pub mod observation;
 pub mod policy;
 pub mod pre_review;
 pub mod query_logs;
@@ -25,6 +26,7 @@ pub mod reviewers;
 pub mod revision;
 pub mod run_report;
 pub mod text;
+pub mod what_if;
 pub mod wontfix;
 pub mod workflow;
 

@@ -6,9 +6,11 @@
 pub mod charts;
 mod timeline;
 mod view;
+mod what_if;
 
 pub use view::PageSettings;
 
+use longtx_core::what_if::WhatIf;
 use longtx_store::{Dashboard, JobPage};
 
 #[derive(Debug, thiserror::Error)]
@@ -44,9 +46,11 @@ impl Pages {
     pub fn dashboard(
         &self,
         data: &Dashboard,
+        what_if: &WhatIf,
         settings: &PageSettings,
     ) -> Result<String, RenderError> {
-        let context = view::dashboard_context(data, settings);
+        let mut context = view::dashboard_context(data, settings);
+        context.insert("what_if", &what_if::view(what_if));
         self.render("dashboard.html", "dashboard", &context)
     }
 

@@ -84,7 +84,9 @@ pub async fn dashboard(
         sources_page,
         ..settings(&state)
     };
-    html(&state, state.pages.dashboard(&data, &settings))
+    // The what-if reads the same snapshot; projecting it needs no connection.
+    let what_if = longtx_core::what_if::project(&data.what_if, &state.policy, &state.ignore_list());
+    html(&state, state.pages.dashboard(&data, &what_if, &settings))
 }
 
 pub async fn job(

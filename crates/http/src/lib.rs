@@ -9,6 +9,7 @@ mod error;
 mod github;
 mod intake;
 mod metrics;
+mod observations;
 mod pre_review;
 mod run_report;
 mod server;
@@ -68,6 +69,8 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/jobs/{id}/pre-review", post(pre_review::receive))
         .route("/api/jobs/{id}/run-report", post(run_report::receive))
+        .route("/api/observations", post(observations::receive))
+        .route("/api/what-if", get(observations::what_if))
         .route("/api/dispatch", get(api::dispatch_status))
         .route("/api/pause", post(api::pause))
         .route("/api/resume", post(api::resume))

@@ -18,6 +18,14 @@ pub struct CollectArgs {
     pub max_sources: usize,
     /// Poll once, print the figures, exit (non-zero when the poll failed).
     pub once: bool,
+    pub push: Option<Push>,
+}
+
+/// Where the collector sends its peaks for the what-if.
+pub struct Push {
+    pub url: reqwest::Url,
+    pub interval: Duration,
+    pub token: Option<String>,
 }
 
 pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
@@ -27,12 +35,19 @@ pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("polling {}", settings.dsn))?;
         print!("{}", longtx_metrics::render(&collector.gauges()));
+        if let Some(push) = &args.push {
+            let pushed = crate::collect_push::push_once(&collector, push).await?;
+            eprintln!("pushed {pushed} series to {}", push.url);
+        }
         return Ok(());
     }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
     let collector = Collector::spawn(settings(&args));
+    if let Some(push) = args.push {
+        tokio::spawn(crate::collect_push::push_peaks(collector.clone(), push));
+    }
     tracing::info!(listen = %args.listen, "serving the collector's /metrics");
     let app = axum::Router::new()
         .route("/metrics", get(metrics))

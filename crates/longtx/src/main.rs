@@ -2,6 +2,7 @@
 //! Everything that decides anything lives in the library crates.
 
 mod collect;
+mod collect_push;
 mod config;
 mod database;
 mod doctor;
@@ -81,6 +82,16 @@ enum Command {
         /// settings, grants) before deploying.
         #[arg(long)]
         once: bool,
+        /// A `longtx serve` to push each source's longest transaction to
+        /// (under the threshold too), for its what-if: http://longtx:8080.
+        #[arg(long, env = "LONGTX_COLLECT_PUSH_URL")]
+        push: Option<reqwest::Url>,
+        /// How often to push.
+        #[arg(long, default_value = "60s", value_parser = collect::parse_interval)]
+        push_interval: std::time::Duration,
+        /// The serve's webhook token, sent as a Bearer token with each push.
+        #[arg(long, env = "LONGTX_WEBHOOK_TOKEN", hide_env_values = true)]
+        push_token: Option<String>,
     },
     /// Work with the fix-pattern catalogue.
     Patterns {
@@ -280,6 +291,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             timeout,
             max_sources,
             once,
+            push,
+            push_interval,
+            push_token,
         } => runtime.block_on(collect::run(collect::CollectArgs {
             dsn,
             listen,
@@ -287,6 +301,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             timeout,
             max_sources,
             once,
+            push: push.map(|url| collect::Push {
+                url,
+                interval: push_interval,
+                token: push_token.filter(|t| !t.is_empty()),
+            }),
         })),
         Command::Patterns { .. }
         | Command::Config { .. }

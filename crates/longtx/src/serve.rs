@@ -43,6 +43,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     )
     .with_prompts(prompts)
     .with_dashboard_token(config.dashboard_token.clone());
+    let mut observe = None;
     let state = match &config.collect_dsn {
         Some(dsn) => {
             let collector = longtx_collector::Collector::spawn(longtx_collector::Settings {
@@ -54,6 +55,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
                     max_tables: 500,
                 },
             });
+            observe = Some(tokio::spawn(keep_observations(
+                db.store.clone(),
+                collector.clone(),
+                config
+                    .collect_interval
+                    .clamp(Duration::from_secs(1), Duration::from_secs(60)),
+            )));
             state.with_extra_gauges(Arc::new(move || collector.gauges()))
         }
         None => state,
@@ -91,6 +99,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     roll_up.abort();
     verify.abort();
     let _ = (retention.await, roll_up.await, verify.await);
+    if let Some(observe) = observe {
+        observe.abort();
+        let _ = observe.await;
+    }
     tracing::info!("in-flight requests finished and workers stopped; shutting down");
     db.shutdown().await;
     served.context("serving HTTP")
@@ -267,6 +279,34 @@ async fn purge_old_alert_events(store: longtx_store::Store, retention: Duration)
             Ok(0) => {}
             Ok(n) => tracing::info!(deleted = n, "old alert events purged"),
             Err(err) => tracing::warn!(error = %err, "purging old alert events failed"),
+        }
+    }
+}
+
+/// Keeps the in-process collector's peaks as daily maxima every poll
+/// interval (at most a minute; one statement, nothing held while polling),
+/// and drops maxima older than 400 days now and then.
+async fn keep_observations(
+    store: longtx_store::Store,
+    collector: longtx_collector::Collector,
+    every: Duration,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let purge_every = (3600 / every.as_secs().max(1)).max(1);
+    for round in 0u64.. {
+        tick.tick().await;
+        let peaks = collector.take_peaks();
+        if !peaks.is_empty() {
+            if let Err(err) = store.record_observations(&peaks).await {
+                tracing::warn!(error = %err, "keeping the collector's daily maxima failed; retrying at the next tick");
+                collector.return_peaks(peaks);
+            }
+        }
+        if round % purge_every == 0 {
+            if let Err(err) = store.purge_observations(400).await {
+                tracing::warn!(error = %err, "purging old daily maxima failed");
+            }
         }
     }
 }

@@ -210,5 +210,91 @@ async fn serve_runs_the_collector_when_configured_and_adds_its_gauges_to_metrics
         text.contains("longtx_jobs{state=\"queued\"} 0"),
         "serve's own figures are there too"
     );
+    // serve keeps what its collector sees as daily maxima (the database it
+    // measures is its own here): the what-if's input.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let kept: Option<f64> = sqlx::query_scalar(
+            "SELECT max_seconds FROM observed_daily WHERE table_name = 'invoices' \
+             AND query_source = 'Billing::InvoiceSyncWorker'",
+        )
+        .fetch_optional(&mut setup)
+        .await
+        .unwrap();
+        if kept.is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "serve never kept the collector's peak"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+// Two workers: the in-process serve answers while the test waits on the
+// command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collect_pushes_every_named_source_to_serve_for_the_what_if() {
+    // The measured database: a worker's short transaction, far under any
+    // threshold, that the what-if still needs to see.
+    let db = TestDatabase::create().await;
+    let mut setup = db.connect().await;
+    sqlx::raw_sql("CREATE TABLE carts (id int)")
+        .execute(&mut setup)
+        .await
+        .unwrap();
+    let mut holder = db.connect().await;
+    sqlx::raw_sql("BEGIN").execute(&mut holder).await.unwrap();
+    sqlx::raw_sql("LOCK TABLE carts IN ROW EXCLUSIVE MODE /*sidekiq_worker:CartWorker*/")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let serve = longtx_testkit::TestApp::builder()
+        .token("push-token")
+        .spawn()
+        .await;
+    let run = |token: &str| {
+        Command::new(env!("CARGO_BIN_EXE_longtx"))
+            .args([
+                "collect",
+                "--once",
+                "--dsn",
+                &db.url(),
+                "--push",
+                &serve.base_url,
+            ])
+            .env("LONGTX_WEBHOOK_TOKEN", token)
+            .output()
+            .expect("running longtx collect --once --push")
+    };
+    let refused = run("not-the-token");
+    assert!(
+        !refused.status.success(),
+        "a refused push fails the command"
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("401"), "{stderr}");
+    assert!(!stderr.contains("not-the-token"), "{stderr}");
+
+    let pushed = run("push-token");
+    assert!(
+        pushed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pushed.stderr)
+    );
+    let mut conn = serve.db.connect().await;
+    let rows: Vec<(String, String, f64)> = sqlx::query_as(
+        "SELECT table_name, query_source, max_seconds FROM observed_daily ORDER BY 1, 2",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (rows[0].0.as_str(), rows[0].1.as_str()),
+        ("carts", "CartWorker")
+    );
+    assert!(rows[0].2 >= 0.0);
 }

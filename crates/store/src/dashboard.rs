@@ -75,6 +75,8 @@ pub struct Dashboard {
     /// Fix PRs by the revision rounds they took: (0, 1, 2, 3 or more).
     pub prs_by_rounds: Vec<(i32, i64)>,
     pub costs: crate::CostFigures,
+    /// What the what-if projects from: the last `days` of observations.
+    pub what_if: longtx_core::what_if::History,
 }
 
 /// A job with everything its page shows.
@@ -139,7 +141,7 @@ WITH batch AS (
 ),
 marked AS (
     UPDATE alert_events e SET rolled_up = true FROM batch WHERE e.id = batch.id
-    RETURNING e.query_source, e.received_at, e.duration_seconds, e.outcome
+    RETURNING e.query_source, e.table_name, e.received_at, e.duration_seconds, e.outcome
 ),
 daily AS (
     SELECT query_source, (received_at AT TIME ZONE 'UTC')::date AS day,
@@ -154,6 +156,16 @@ upsert AS (
     ON CONFLICT (query_source, day) DO UPDATE SET
         alerts = alert_daily.alerts + EXCLUDED.alerts,
         max_duration_seconds = GREATEST(alert_daily.max_duration_seconds, EXCLUDED.max_duration_seconds)
+),
+observed AS (
+    INSERT INTO observed_daily (day, table_name, query_source, max_seconds)
+    SELECT (received_at AT TIME ZONE 'UTC')::date, left(COALESCE(table_name, ''), 128), query_source,
+           max(duration_seconds)
+    FROM marked
+    WHERE query_source IS NOT NULL AND duration_seconds >= 0 AND outcome NOT IN ('resolved', 'rejected')
+    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (day, table_name, query_source) DO UPDATE SET
+        max_seconds = GREATEST(observed_daily.max_seconds, EXCLUDED.max_seconds)
 )
 SELECT count(*) FROM marked
 "#;
@@ -206,6 +218,8 @@ impl Store {
         let jobs = list_jobs_on(&mut tx, &query.jobs).await?;
         let prs_by_rounds = prs_by_rounds(&mut tx).await?;
         let costs = crate::costs::cost_figures(&mut tx).await?;
+        let what_if =
+            crate::observations::what_if_history(&mut tx, query.days.clamp(1, 366)).await?;
         tx.commit().await?;
         Ok(Dashboard {
             today,
@@ -218,6 +232,7 @@ impl Store {
             jobs,
             prs_by_rounds,
             costs,
+            what_if,
         })
     }
 

@@ -10,6 +10,7 @@ mod dashboard;
 mod dispatch;
 mod intake;
 mod jobs;
+mod observations;
 mod pool;
 mod pr_open;
 mod pre_review;
