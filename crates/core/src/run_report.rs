@@ -1,5 +1,7 @@
 //! What a workflow run reports about its agent when it ends: cost in US
-//! dollars and turns (Claude Code's execution file), or Devin's ACUs. The
+//! dollars and turns (Claude Code's execution file), tokens (Codex's
+//! session file, priced by the workflow when the repository sets prices),
+//! or Devin's ACUs. The
 //! workflow posts it to `POST /api/jobs/{id}/run-report` with the job's
 //! token; longtx keeps one report per run.
 
@@ -22,6 +24,14 @@ pub struct RunReport {
     pub turns: Option<u32>,
     #[serde(default)]
     pub acus: Option<f64>,
+    /// Tokens, for agents that report no dollar figure (Codex's session
+    /// file): input (cached included), of which cached, and output.
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cached_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
 }
 
 /// One run costing more than this is a unit mistake (cents as dollars), not a run.
@@ -37,6 +47,8 @@ pub enum RunReportError {
     Agent,
     #[error("round is at most 100")]
     Round,
+    #[error("token counts are at most a billion a run")]
+    Tokens,
 }
 
 impl RunReport {
@@ -57,6 +69,18 @@ impl RunReport {
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         }) {
             return Err(RunReportError::Agent);
+        }
+        // More than a billion tokens in one run is a unit mistake too.
+        if [
+            self.input_tokens,
+            self.cached_input_tokens,
+            self.output_tokens,
+        ]
+        .iter()
+        .flatten()
+        .any(|t| *t > 1_000_000_000)
+        {
+            return Err(RunReportError::Tokens);
         }
         if self.round > 100 {
             return Err(RunReportError::Round);
@@ -87,5 +111,14 @@ mod tests {
         assert!(report(serde_json::json!({"run_id": 1, "cost_usd": 125000})).is_err());
         assert!(report(serde_json::json!({"run_id": 1, "agent": "Claude Code"})).is_err());
         assert!(report(serde_json::json!({"run_id": 1, "surprise": true})).is_err());
+        let codex = report(
+            serde_json::json!({"run_id": 2, "agent": "codex", "input_tokens": 26549,
+            "cached_input_tokens": 24448, "output_tokens": 1590}),
+        )
+        .unwrap();
+        assert_eq!(codex.output_tokens, Some(1590));
+        assert!(
+            report(serde_json::json!({"run_id": 1, "output_tokens": 5_000_000_000u64})).is_err()
+        );
     }
 }

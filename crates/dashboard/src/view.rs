@@ -407,16 +407,16 @@ pub(crate) fn job_context(page: &JobPage, settings: &PageSettings) -> tera::Cont
     context.insert(
         "cost",
         &(page.cost.runs > 0).then(|| {
+            let mut extra = String::new();
+            if page.cost.acus > 0.0 {
+                extra.push_str(&format!(", {:.1} ACUs", page.cost.acus));
+            }
+            if page.cost.tokens > 0 {
+                extra.push_str(&format!(", {} tokens", page.cost.tokens));
+            }
             format!(
-                "${:.2} over {} run(s), {} turns{}",
-                page.cost.cost_usd,
-                page.cost.runs,
-                page.cost.turns,
-                if page.cost.acus > 0.0 {
-                    format!(", {:.1} ACUs", page.cost.acus)
-                } else {
-                    String::new()
-                }
+                "${:.2} over {} run(s), {} turns{extra}",
+                page.cost.cost_usd, page.cost.runs, page.cost.turns,
             )
         }),
     );

@@ -225,6 +225,20 @@ async fn chromium_renders_every_state_the_charts_and_escapes_hostile_values() {
     let ids = seed(&app).await;
     // Half the events rolled up: the page must add both halves.
     app.store.roll_up_alerts(100).await.unwrap();
+    // A collector saw three sources that never reached the threshold.
+    let seen = |table: &str, source: &str, max_seconds: f64| longtx_core::what_if::Observation {
+        table: table.into(),
+        query_source: source.into(),
+        max_seconds,
+    };
+    app.store
+        .record_observations(&[
+            seen("carts", "cart/items#create", 62.0),
+            seen("orders", "NightlyExportWorker", 31.0),
+            seen("users", "rake:users:reindex", 80.0),
+        ])
+        .await
+        .unwrap();
 
     let dom = chromium(&app.url("/"), &["--dump-dom".to_owned()]).await;
     assert!(
@@ -270,6 +284,16 @@ async fn chromium_renders_every_state_the_charts_and_escapes_hostile_values() {
         "2 merged of 4 decided (merged, closed, wontfix)"
     );
     assert!(dom.contains(r#"id="paused""#), "dispatch is paused");
+    // The what-if: at 50% (50 s) the 62 s and 80 s sources would alert too.
+    let at_half = dom
+        .split(r#"data-label="50%""#)
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .expect("a 50% row in the what-if");
+    assert!(
+        at_half.contains(r#"<td class="num extra">2</td>"#),
+        "{at_half}"
+    );
     assert!(
         dom.contains("dispatched today <b>10 / 10</b>"),
         "10 jobs with a run dispatched today, of the cap"
@@ -329,11 +353,11 @@ async fn chromium_renders_every_state_the_charts_and_escapes_hostile_values() {
         &app.url("/"),
         &[
             format!("--screenshot={}", shot.display()),
-            "--window-size=1360,1900".to_owned(),
+            "--window-size=1360,3000".to_owned(),
         ],
     )
     .await;
-    assert_eq!(png_size(&shot), (1360, 1900));
+    assert_eq!(png_size(&shot), (1360, 3000));
     app.shutdown().await;
 }
 

@@ -163,6 +163,31 @@ impl StandIns {
         if with.get("sandbox").map(String::as_str) != Some("read-only") {
             Self::edit(&r.workspace, &task);
         }
+        // Codex's session file under its home (`codex-home`, else ~/.codex),
+        // as openai/codex writes it: token_count events, `info` null on
+        // the ones that carry only rate limits, totals cumulative.
+        if let Some(home) = with.get("codex-home").filter(|h| !h.is_empty()) {
+            let day = Path::new(home).join("sessions/2026/12/03");
+            std::fs::create_dir_all(&day).unwrap();
+            let usage = |input: u64, cached: u64, output: u64| {
+                serde_json::json!({"type": "event_msg", "payload": {"type": "token_count", "info": {
+                    "total_token_usage": {"input_tokens": input, "cached_input_tokens": cached,
+                        "output_tokens": output, "reasoning_output_tokens": 0, "total_tokens": input + output}},
+                    "rate_limits": null}})
+                .to_string()
+            };
+            let lines = [
+                r#"{"type":"session_meta","payload":{"id":"0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"}}"#.to_owned(),
+                usage(12000, 11000, 800),
+                r#"{"type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":{}}}"#.to_owned(),
+                usage(26549, 24448, 1590),
+            ];
+            std::fs::write(
+                day.join("rollout-2026-12-03T10-00-00-0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.jsonl"),
+                lines.join("\n") + "\n",
+            )
+            .unwrap();
+        }
         let message =
             "Moved the call after commit.\nLongtx-Pattern: http-call-inside-transaction\n";
         if let Some(out) = with.get("output-file").filter(|o| !o.is_empty()) {
@@ -301,7 +326,22 @@ fn rehearsal(
             ("ANTHROPIC_API_KEY".to_owned(), "sk-ant-test".to_owned()),
             ("OPENAI_API_KEY".to_owned(), "sk-test".to_owned()),
         ]),
-        vars: BTreeMap::from([("LONGTX_APP_SLUG".to_owned(), APP_SLUG.to_owned())]),
+        vars: BTreeMap::from([
+            ("LONGTX_APP_SLUG".to_owned(), APP_SLUG.to_owned()),
+            // Codex's prices, US dollars per million tokens.
+            (
+                "LONGTX_CODEX_USD_PER_MTOK_INPUT".to_owned(),
+                "1.25".to_owned(),
+            ),
+            (
+                "LONGTX_CODEX_USD_PER_MTOK_CACHED_INPUT".to_owned(),
+                "0.125".to_owned(),
+            ),
+            (
+                "LONGTX_CODEX_USD_PER_MTOK_OUTPUT".to_owned(),
+                "10".to_owned(),
+            ),
+        ]),
         github: GithubContext {
             repository: "acme/monolith".into(),
             ref_name: "main".into(),
@@ -486,6 +526,11 @@ async fn the_codex_template_pushes_the_branch_with_the_pattern_and_setup_comes_f
         .unwrap()
         .to_owned();
     assert!(body.contains("`http-call-inside-transaction`"), "{body}");
+    // The session file's last totals, priced with the repository's vars:
+    // (26549 - 24448) x 1.25 + 24448 x 0.125 + 1590 x 10, per million.
+    let cost = t.app.store.job_cost(job).await.unwrap();
+    assert_eq!((cost.runs, cost.tokens), (1, 26549 + 1590), "{cost:?}");
+    assert!((cost.cost_usd - 0.02158225).abs() < 1e-9, "{cost:?}");
 }
 
 #[tokio::test]

@@ -13,6 +13,8 @@ pub struct JobCost {
     pub cost_usd: f64,
     pub turns: i64,
     pub acus: f64,
+    /// Input and output tokens of the runs that reported them.
+    pub tokens: i64,
 }
 
 /// What the report did: `None` for an unknown job.
@@ -31,10 +33,13 @@ impl Store {
         report: &RunReport,
     ) -> Result<Option<ReportRecorded>, StoreError> {
         let row = sqlx::query(
-            "INSERT INTO run_reports (job_id, run_id, round, agent, cost_usd, turns, acus) \
-             SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = $1) \
+            "INSERT INTO run_reports (job_id, run_id, round, agent, cost_usd, turns, acus, \
+                 input_tokens, cached_input_tokens, output_tokens) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = $1) \
              ON CONFLICT (job_id, run_id) DO UPDATE SET round = EXCLUDED.round, agent = EXCLUDED.agent, \
-                 cost_usd = EXCLUDED.cost_usd, turns = EXCLUDED.turns, acus = EXCLUDED.acus \
+                 cost_usd = EXCLUDED.cost_usd, turns = EXCLUDED.turns, acus = EXCLUDED.acus, \
+                 input_tokens = EXCLUDED.input_tokens, cached_input_tokens = EXCLUDED.cached_input_tokens, \
+                 output_tokens = EXCLUDED.output_tokens \
              RETURNING (xmax = 0) AS new",
         )
         .bind(job_id)
@@ -44,6 +49,9 @@ impl Store {
         .bind(report.cost_usd)
         .bind(report.turns.map(|t| t as i32))
         .bind(report.acus)
+        .bind(report.input_tokens.map(|t| t as i64))
+        .bind(report.cached_input_tokens.map(|t| t as i64))
+        .bind(report.output_tokens.map(|t| t as i64))
         .fetch_optional(self.pool())
         .await?;
         Ok(row
@@ -81,7 +89,9 @@ pub(crate) async fn job_cost_on(
 ) -> Result<JobCost, StoreError> {
     let row = sqlx::query(
         "SELECT count(*) AS runs, COALESCE(sum(cost_usd), 0) AS cost, COALESCE(sum(turns), 0)::bigint AS turns, \
-                COALESCE(sum(acus), 0) AS acus FROM run_reports WHERE job_id = $1",
+                COALESCE(sum(acus), 0) AS acus, \
+                COALESCE(sum(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)::bigint AS tokens \
+         FROM run_reports WHERE job_id = $1",
     )
     .bind(job_id)
     .fetch_one(&mut *conn)
@@ -91,6 +101,7 @@ pub(crate) async fn job_cost_on(
         cost_usd: row.try_get("cost")?,
         turns: row.try_get("turns")?,
         acus: row.try_get("acus")?,
+        tokens: row.try_get("tokens")?,
     })
 }
 
