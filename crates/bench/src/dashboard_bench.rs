@@ -206,6 +206,20 @@ async fn store_only(app: &TestApp, requests: usize) -> anyhow::Result<()> {
         "  the main page's queries alone: p50 {:.1} ms",
         quantile_ms(&times, 0.50)
     );
+    // The what-if's read, which the page makes at most once a minute (so
+    // the timed pages above mostly reuse it): its cost when it is made.
+    let mut times = Vec::with_capacity(requests);
+    for _ in 0..requests {
+        let start = Instant::now();
+        app.store.what_if_history(30).await?;
+        times.push(start.elapsed());
+    }
+    times.sort();
+    println!(
+        "  the what-if's read, once a minute: p50 {:.1} ms  p99 {:.1} ms",
+        quantile_ms(&times, 0.50),
+        quantile_ms(&times, 0.99)
+    );
     Ok(())
 }
 

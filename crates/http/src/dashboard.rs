@@ -84,8 +84,12 @@ pub async fn dashboard(
         sources_page,
         ..settings(&state)
     };
-    // The what-if reads the same snapshot; projecting it needs no connection.
-    let what_if = longtx_core::what_if::project(&data.what_if, &state.policy, &state.ignore_list());
+    // After the page's own read, never during it: one connection at a time.
+    let history = match state.what_if.get(&state.store).await {
+        Ok(history) => history,
+        Err(err) => return page_error(&state, err.status, "Unavailable", &err.detail),
+    };
+    let what_if = longtx_core::what_if::project(&history, &state.policy, &state.ignore_list());
     html(&state, state.pages.dashboard(&data, &what_if, &settings))
 }
 

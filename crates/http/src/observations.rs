@@ -9,10 +9,43 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
 use longtx_core::observation::ObservationBatch;
-use longtx_core::what_if::{self, WhatIf};
+use longtx_core::what_if::{self, History, WhatIf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The window the what-if looks back over, as the dashboard's charts.
 pub const WHAT_IF_DAYS: i32 = 30;
+/// How long the dashboard reuses a what-if: 30 days of history change
+/// little in a minute, and reading them costs the page about 25 ms at
+/// 10,000 jobs (`dashboard-bench`).
+const WHAT_IF_FRESH_FOR: Duration = Duration::from_secs(60);
+
+/// The dashboard's what-if input, shared by the handlers of one process.
+#[derive(Clone, Default)]
+pub struct WhatIfCache {
+    latest: Arc<Mutex<Option<(Instant, Arc<History>)>>>,
+}
+
+impl WhatIfCache {
+    /// The cached history while fresh, else a new read (its own short
+    /// read-only transaction: the caller holds no connection).
+    pub async fn get(&self, store: &longtx_store::Store) -> Result<Arc<History>, ApiError> {
+        if let Some((at, history)) = self
+            .latest
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            if at.elapsed() < WHAT_IF_FRESH_FOR {
+                return Ok(history.clone());
+            }
+        }
+        let history = Arc::new(store.what_if_history(WHAT_IF_DAYS).await?);
+        *self.latest.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((Instant::now(), history.clone()));
+        Ok(history)
+    }
+}
 
 pub async fn receive(
     State(state): State<AppState>,
@@ -34,6 +67,7 @@ pub async fn receive(
     Ok(Json(serde_json::json!({"recorded": observations.len()})))
 }
 
+/// Read fresh each time (scripts compare figures before and after a change).
 pub async fn what_if(
     State(state): State<AppState>,
     headers: HeaderMap,

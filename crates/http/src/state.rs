@@ -41,6 +41,8 @@ pub struct AppState {
     pub requests: Option<RequestQueue>,
     /// More gauges for `/metrics` (the in-process collector's).
     pub extra_gauges: Option<ExtraGauges>,
+    /// The dashboard's what-if input, read at most once a minute.
+    pub what_if: crate::observations::WhatIfCache,
 }
 
 /// Gauges read at scrape time from outside this crate.
@@ -74,6 +76,7 @@ impl AppState {
             reviews: None,
             wontfix: None,
             extra_gauges: None,
+            what_if: Default::default(),
             pre_reviews: None,
             pr_opener: None,
             pre_review_mode: PreReviewMode::Off,

@@ -189,6 +189,8 @@ async fn the_what_if_matches_hand_computed_figures_on_a_seeded_history() {
     .await;
     alert(&app, AmAlert::firing("rake:nightly").value(80.0)).await;
     seed_rates(&app).await;
+    // Alerts reach the what-if with the roll-up (every 10 s in `serve`).
+    app.store.roll_up_alerts(100).await.unwrap();
 
     let w = what_if(&app).await;
     let rows: Vec<(String, i64, i64)> = w["candidates"]
@@ -251,7 +253,13 @@ async fn the_what_if_matches_hand_computed_figures_on_a_seeded_history() {
         ]
     );
 
-    // The roll-up moves the alerts into the daily maxima: nothing changes.
+    // The same figures pushed again, and a second roll-up: nothing changes.
+    push(
+        &app,
+        Some(TOKEN),
+        &json!({"series": [series("orders", "CartWorker", 35.0)]}),
+    )
+    .await;
     app.store.roll_up_alerts(100).await.unwrap();
     let again = what_if(&app).await;
     assert_eq!(again["candidates"], w["candidates"]);

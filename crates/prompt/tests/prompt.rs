@@ -565,3 +565,61 @@ fn the_prompt_names_the_tables_models_and_the_calls_one_level_deep() {
     );
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// `@org.update(params)` shows no transaction, but Active Record runs the
+/// model's validations and save callbacks inside one: a credentials check
+/// against an API there, or a geocoding lookup from a concern, holds the
+/// table. The prompt names them, and they rank the HTTP pattern first.
+#[test]
+fn callbacks_and_validations_of_the_alerted_model_are_named_and_ranked() {
+    let root = std::env::temp_dir().join(format!("longtx-rails-callbacks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let files = [
+        (
+            "app/controllers/orgs_controller.rb",
+            "class OrgsController < ApplicationController\n  def update\n    @org = Org.find(params[:id])\n    @org.update(org_params)\n    redirect_to @org\n  end\nend\n",
+        ),
+        (
+            "app/models/org.rb",
+            "class Org < ApplicationRecord\n  include Geocodable\n  before_create :set_slug\n  validate :check_sms_credentials, if: :sms_enabled, on: :update\n  after_commit :refresh_cache\n\n  def set_slug\n    self.slug = name.parameterize\n  end\n\n  def check_sms_credentials\n    Twilio::REST::Client.new(sid, secret).messages.list(limit: 1)\n  end\n\n  def refresh_cache\n    Rails.cache.delete(cache_key)\n  end\nend\n",
+        ),
+        (
+            "app/models/concerns/geocodable.rb",
+            "module Geocodable\n  extend ActiveSupport::Concern\n\n  included do\n    geocoded_by :address\n    after_validation :geocode, if: ->(o) { o.address_changed? }\n  end\nend\n",
+        ),
+    ];
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let sources = longtx_prompt::PromptSources {
+        patterns_dir: repo_root().join("patterns"),
+        template: repo_root().join("patterns/_prompt.md.tera"),
+        repo: Some(root.clone()),
+        budget_bytes: DEFAULT_BUDGET_BYTES,
+    };
+    let mut job = facts("orgs#update");
+    job.tables = vec!["orgs".into()];
+    let prompt = sources.build(&job).unwrap().text;
+    let around = &prompt[prompt.find("## Around it").expect("a context section")..];
+    let around = &around[..around.find("## Fix patterns").unwrap()];
+    for line in [
+        "- `Org before_create :set_slug`: `app/models/org.rb` line 7",
+        "- `Org validate :check_sms_credentials`: `app/models/org.rb` line 11",
+        "- `Org after_validation :geocode`: `app/models/concerns/geocodable.rb` line 6",
+    ] {
+        assert!(around.contains(line), "{line} in\n{around}");
+    }
+    assert!(
+        !around.contains("refresh_cache"),
+        "after_commit runs after the transaction: {around}"
+    );
+    let fit = &prompt[prompt.find("## Fix patterns").unwrap()..];
+    assert!(
+        fit.find("Pattern `external-http-call-in-transaction`")
+            .is_some_and(|at| fit[..at].matches("Pattern `").count() == 0),
+        "the HTTP pattern comes first:\n{fit}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}

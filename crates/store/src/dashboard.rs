@@ -75,8 +75,6 @@ pub struct Dashboard {
     /// Fix PRs by the revision rounds they took: (0, 1, 2, 3 or more).
     pub prs_by_rounds: Vec<(i32, i64)>,
     pub costs: crate::CostFigures,
-    /// What the what-if projects from: the last `days` of observations.
-    pub what_if: longtx_core::what_if::History,
 }
 
 /// A job with everything its page shows.
@@ -218,8 +216,6 @@ impl Store {
         let jobs = list_jobs_on(&mut tx, &query.jobs).await?;
         let prs_by_rounds = prs_by_rounds(&mut tx).await?;
         let costs = crate::costs::cost_figures(&mut tx).await?;
-        let what_if =
-            crate::observations::what_if_history(&mut tx, query.days.clamp(1, 366)).await?;
         tx.commit().await?;
         Ok(Dashboard {
             today,
@@ -232,7 +228,6 @@ impl Store {
             jobs,
             prs_by_rounds,
             costs,
-            what_if,
         })
     }
 

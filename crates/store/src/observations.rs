@@ -64,15 +64,12 @@ pub(crate) async fn what_if_history(
     conn: &mut sqlx::PgConnection,
     days: i32,
 ) -> Result<History, StoreError> {
-    // Alerts the roll-up has not reached yet count at once.
+    // Alerts count once the roll-up (every 10 s) has added them: the
+    // what-if looks at 30 days, and the page's own scan of fresh events
+    // is not repeated for it.
     let rows = sqlx::query(
-        "SELECT table_name, query_source, max(max_seconds) AS max_seconds FROM ( \
-             SELECT table_name, query_source, max_seconds FROM observed_daily \
-             WHERE day >= (now() AT TIME ZONE 'UTC')::date - ($1::int - 1) \
-             UNION ALL \
-             SELECT left(COALESCE(table_name, ''), 128), query_source, duration_seconds FROM alert_events \
-             WHERE NOT rolled_up AND query_source IS NOT NULL AND duration_seconds >= 0 \
-               AND outcome NOT IN ('resolved', 'rejected')) o \
+        "SELECT table_name, query_source, max(max_seconds) AS max_seconds FROM observed_daily \
+         WHERE day >= (now() AT TIME ZONE 'UTC')::date - ($1::int - 1) \
          GROUP BY 1, 2 ORDER BY 3 DESC, 2, 1 LIMIT $2",
     )
     .bind(days)

@@ -9,6 +9,8 @@ use super::{
 };
 use serde::Serialize;
 use std::collections::HashMap;
+
+mod callbacks;
 use std::path::Path;
 
 /// At most this many calls are listed per prompt.
@@ -47,6 +49,9 @@ pub struct CallRef {
 pub struct CodeContext {
     pub models: Vec<ModelRef>,
     pub calls: Vec<CallRef>,
+    /// The models' callbacks and validations that run inside a save's
+    /// transaction (`CasaOrg validate :validate_twilio_credentials`).
+    pub callbacks: Vec<CallRef>,
 }
 
 /// Classes declared under `app/`, `lib/` and `config/initializers/`: full
@@ -110,16 +115,24 @@ impl ClassIndex {
 /// The models of `tables` and the calls of the first candidate's method.
 pub fn code_context(repo: &Path, tables: &[String], candidates: &[Candidate]) -> CodeContext {
     let index = ClassIndex::build(repo);
-    let models = tables
+    let models: Vec<ModelRef> = tables
         .iter()
         .filter_map(|table| model_of(&index, table))
+        .collect();
+    let callbacks = models
+        .iter()
+        .flat_map(|model| callbacks::callbacks_of(&index, model))
         .collect();
     let calls = candidates
         .first()
         .and_then(|c| c.excerpt.as_ref().map(|e| (c, e)))
         .map(|(candidate, excerpt)| calls_in(&index, candidate, excerpt))
         .unwrap_or_default();
-    CodeContext { models, calls }
+    CodeContext {
+        models,
+        calls,
+        callbacks,
+    }
 }
 
 fn model_of(index: &ClassIndex, table: &str) -> Option<ModelRef> {
