@@ -183,7 +183,7 @@ fn defined_elsewhere(repo: &Path, text: &str, action: &str, depth: usize) -> Opt
 
 /// Files a constant may live in, innermost namespace first (Ruby looks the
 /// constant up in the enclosing modules before the top level).
-fn constant_files(constant: &str, namespace: &[String], roots: &[&str]) -> Vec<String> {
+pub(super) fn constant_files(constant: &str, namespace: &[String], roots: &[&str]) -> Vec<String> {
     let own: Vec<String> = constant
         .trim_start_matches("::")
         .split("::")
@@ -222,7 +222,7 @@ fn parent_class(text: &str) -> Option<String> {
 }
 
 /// `include Foo, Bar::Baz` lines.
-fn included(text: &str) -> Vec<String> {
+pub(super) fn included(text: &str) -> Vec<String> {
     text.lines()
         .filter_map(|line| line.trim_start().strip_prefix("include "))
         .flat_map(|rest| rest.split(','))
@@ -238,7 +238,7 @@ fn included(text: &str) -> Vec<String> {
 
 /// The modules a file's class sits in (`module Admin` blocks and the
 /// compact `class Admin::UsersController` prefix).
-fn enclosing_modules(text: &str) -> Vec<String> {
+pub(super) fn enclosing_modules(text: &str) -> Vec<String> {
     let mut modules = Vec::new();
     for line in text.lines() {
         let code = line.trim_start();

@@ -4,6 +4,7 @@
 //! long as a geocoding lookup or a credentials check against an API takes.
 
 use super::{ClassIndex, ModelRef};
+use crate::locate::controllers::{constant_files, enclosing_modules, included};
 use crate::locate::{find_def, CallRef};
 
 /// Declarations whose methods run inside the transaction. `after_commit`,
@@ -47,23 +48,25 @@ fn declared_methods(declaration: &str) -> Vec<String> {
         .collect()
 }
 
-/// The model's own file and the concerns it includes from the repository.
+/// The model's own file and the concerns it includes from the repository
+/// (a concern is a module, looked up where Rails autoloads it from).
 fn files_of(index: &ClassIndex, model: &ModelRef) -> Vec<(String, String)> {
     let Some(text) = index.texts.get(&model.path) else {
         return Vec::new();
     };
     let mut files = vec![(model.path.clone(), text.clone())];
-    for line in text.lines() {
-        let Some(rest) = line.trim().strip_prefix("include ") else {
-            continue;
-        };
-        for name in rest.split(',').map(str::trim) {
-            if let Some((path, _)) = index.classes.get(name) {
-                if !files.iter().any(|(p, _)| p == path) {
-                    if let Some(text) = index.texts.get(path) {
-                        files.push((path.clone(), text.clone()));
-                    }
-                }
+    let namespace = enclosing_modules(text);
+    for concern in included(text) {
+        let found = constant_files(
+            &concern,
+            &namespace,
+            &["app/models/concerns", "app/models", "lib"],
+        )
+        .into_iter()
+        .find_map(|path| index.texts.get(&path).map(|text| (path, text.clone())));
+        if let Some((path, text)) = found {
+            if !files.iter().any(|(p, _)| *p == path) {
+                files.push((path, text));
             }
         }
     }
