@@ -218,7 +218,19 @@ pub(crate) fn dashboard_context(data: &Dashboard, settings: &PageSettings) -> te
             .collect()
     };
     context.insert("prs_by_rounds", &rounds);
-    context.insert("costs", &data.costs);
+    // Dollars with cents always shown ($25.90, not tera's $25.9).
+    let dollars = |v: f64| format!("${v:.2}");
+    context.insert(
+        "costs",
+        &serde_json::json!({
+            "today": dollars(data.costs.today_usd),
+            "last_30_days": dollars(data.costs.last_30_days_usd),
+            "per_merged_fix": data.costs.per_merged_fix_usd.map(dollars),
+            "by_source": data.costs.by_source.iter()
+                .map(|(source, cost, jobs)| (source, dollars(*cost), jobs))
+                .collect::<Vec<_>>(),
+        }),
+    );
     context.insert("dispatch", &data.dispatch);
     context.insert("max_per_day", &settings.max_per_day);
     context.insert("dry_run", &settings.dry_run);

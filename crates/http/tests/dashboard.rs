@@ -138,6 +138,14 @@ async fn seed(app: &TestApp) -> Vec<i64> {
         }
         ids.push(id);
     }
+    // What some runs cost, as their workflows reported it.
+    sqlx::query(
+        "INSERT INTO run_reports (job_id, run_id, agent, cost_usd, turns) \
+         SELECT id, 9000 + id, 'claude', 0.35 * id, 4 + id FROM jobs WHERE pr_number IS NOT NULL",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
     // alice also reviewed a fix that merged: 2 requests, 1 open.
     sqlx::query("INSERT INTO review_requests (job_id, reviewer) VALUES ($1, 'alice'), ($2, 'bob')")
         .bind(ids[6])
@@ -284,6 +292,10 @@ async fn chromium_renders_every_state_the_charts_and_escapes_hostile_values() {
         "2 merged of 4 decided (merged, closed, wontfix)"
     );
     assert!(dom.contains(r#"id="paused""#), "dispatch is paused");
+    assert!(
+        dom.contains(r#"id="cost-today">$"#) && !dom.contains(r#"id="cost-today">$0.00<"#),
+        "the runs' reported cost"
+    );
     // The what-if: at 50% (50 s) the 62 s and 80 s sources would alert too.
     let at_half = dom
         .split(r#"data-label="50%""#)
