@@ -52,6 +52,22 @@ fn rails_tree(name: &str) -> PathBuf {
     root
 }
 
+/// Writes `files` into `root` (a Rails application made in the test) and
+/// points the shipped catalogue and template at it.
+fn app_sources(root: &std::path::Path, files: &[(&str, &str)]) -> longtx_prompt::PromptSources {
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    longtx_prompt::PromptSources {
+        patterns_dir: repo_root().join("patterns"),
+        template: repo_root().join("patterns/_prompt.md.tera"),
+        repo: Some(root.to_owned()),
+        budget_bytes: DEFAULT_BUDGET_BYTES,
+    }
+}
+
 fn facts(source: &str) -> JobFacts {
     JobFacts {
         id: Some(42),
@@ -522,17 +538,7 @@ fn the_prompt_names_the_tables_models_and_the_calls_one_level_deep() {
             "class Shipment < ApplicationRecord\n  self.table_name = \"legacy_shipments\"\nend\n",
         ),
     ];
-    for (path, text) in files {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-    let sources = longtx_prompt::PromptSources {
-        patterns_dir: repo_root().join("patterns"),
-        template: repo_root().join("patterns/_prompt.md.tera"),
-        repo: Some(root.clone()),
-        budget_bytes: DEFAULT_BUDGET_BYTES,
-    };
+    let sources = app_sources(&root, &files);
     let mut job = facts("orders#update");
     job.tables = vec![
         "orders".into(),
@@ -588,17 +594,7 @@ fn callbacks_and_validations_of_the_alerted_model_are_named_and_ranked() {
             "module Geocodable\n  extend ActiveSupport::Concern\n\n  included do\n    geocoded_by :address\n    after_validation :geocode, if: ->(o) { o.address_changed? }\n  end\nend\n",
         ),
     ];
-    for (path, text) in files {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-    let sources = longtx_prompt::PromptSources {
-        patterns_dir: repo_root().join("patterns"),
-        template: repo_root().join("patterns/_prompt.md.tera"),
-        repo: Some(root.clone()),
-        budget_bytes: DEFAULT_BUDGET_BYTES,
-    };
+    let sources = app_sources(&root, &files);
     let mut job = facts("orgs#update");
     job.tables = vec!["orgs".into()];
     let prompt = sources.build(&job).unwrap().text;
