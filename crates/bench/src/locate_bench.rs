@@ -13,6 +13,8 @@
 //! at least 97%, no wrong answer where `none` is right, ranking at least 80%.
 //!
 //! Run: `cargo run --release -p longtx-bench --bin locate-bench -- --checkouts DIR [--corpus corpus/locate] [--misses]`
+//! (`--corpus corpus/heldout` for the held-out ranking set, cloned by
+//! `scripts/corpus-checkouts DIR corpus/heldout`).
 
 use anyhow::Context;
 use longtx_catalog::Catalogue;
@@ -53,6 +55,16 @@ impl Tally {
                 n as f64 * 100.0 / of as f64
             }
         };
+        if self.cases == 0 {
+            // A ranking-only set (`corpus/heldout`): no location figures.
+            println!(
+                "{name:<40} ranking {}/{} ({:.0}%)",
+                self.ranked_right,
+                self.ranked,
+                pct(self.ranked_right, self.ranked)
+            );
+            return;
+        }
         println!(
             "{name:<40} cases {:>3}  top-1 {:>5.1}%  in candidates {:>5.1}%  wrong where none is right {}/{}  {:>6.2} ms/call  ranking {}/{} ({:.0}%)",
             self.cases,

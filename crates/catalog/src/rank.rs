@@ -87,8 +87,9 @@ fn occurrences(text: &str, needle: &str) -> u32 {
         .filter(|(at, _)| {
             let before = text[..*at].chars().next_back();
             let after = text[at + needle.len()..].chars().next();
-            !(starts_word && before.is_some_and(is_word))
-                && !(ends_word && after.is_some_and(is_word))
+            let runs_on = starts_word && before.is_some_and(is_word)
+                || ends_word && after.is_some_and(is_word);
+            !runs_on
         })
         .count() as u32
 }

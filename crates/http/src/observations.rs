@@ -20,10 +20,13 @@ pub const WHAT_IF_DAYS: i32 = 30;
 /// 10,000 jobs (`dashboard-bench`).
 const WHAT_IF_FRESH_FOR: Duration = Duration::from_secs(60);
 
+/// A history and when it was read.
+type ReadAt = (Instant, Arc<History>);
+
 /// The dashboard's what-if input, shared by the handlers of one process.
 #[derive(Clone, Default)]
 pub struct WhatIfCache {
-    latest: Arc<Mutex<Option<(Instant, Arc<History>)>>>,
+    latest: Arc<Mutex<Option<ReadAt>>>,
 }
 
 impl WhatIfCache {

@@ -35,7 +35,7 @@ fn token_of(github: &FakeGitHub, job: i64) -> String {
     github
         .runs()
         .iter()
-        .find(|r| r["inputs"]["job_id"] == job.to_string())
+        .find(|r| r["inputs"]["job_id"].as_str().and_then(|s| s.parse().ok()) == Some(job))
         .map(|r| r["inputs"]["prompt_token"].as_str().unwrap().to_owned())
         .expect("a run for the job")
 }

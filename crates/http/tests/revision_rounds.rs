@@ -77,7 +77,7 @@ impl FixPr {
             .into_iter()
             .filter(|r| {
                 r["workflow"] == "long-transaction-fix.yml"
-                    && r["inputs"]["job_id"] == self.job.to_string()
+                    && r["inputs"]["job_id"].as_str().and_then(|s| s.parse().ok()) == Some(self.job)
                     && r["inputs"]["round"].as_str().unwrap_or("0").parse() == Ok(round)
             })
             .collect()

@@ -600,8 +600,11 @@ fn callbacks_and_validations_of_the_alerted_model_are_named_and_ranked() {
     let prompt = sources.build(&job).unwrap().text;
     let around = &prompt[prompt.find("## Around it").expect("a context section")..];
     let around = &around[..around.find("## Fix patterns").unwrap()];
+    assert!(
+        !around.contains("before_create"),
+        "an update runs no create callbacks: {around}"
+    );
     for line in [
-        "- `Org before_create :set_slug`: `app/models/org.rb` line 7",
         "- `Org validate :check_sms_credentials`: `app/models/org.rb` line 11",
         "- `Org after_validation :geocode`: `app/models/concerns/geocodable.rb` line 6",
     ] {
@@ -618,4 +621,116 @@ fn callbacks_and_validations_of_the_alerted_model_are_named_and_ranked() {
         "the HTTP pattern comes first:\n{fit}"
     );
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_job_handing_its_record_to_the_model_names_the_models_method() {
+    let files = [
+        (
+            "app/jobs/sync_job.rb",
+            "class SyncJob < ApplicationJob\n  def perform(sync)\n    sync.perform\n    sync.destroy\n  end\nend\n",
+        ),
+        (
+            "app/models/sync.rb",
+            "class Sync < ApplicationRecord\n  def perform\n    transaction do\n      lock!\n      Importer.new(self).run\n    end\n  end\nend\n",
+        ),
+    ];
+    let around = around_it("named", &files, "SyncJob", &["syncs"]);
+    assert!(
+        around.contains("- `sync.perform`: `app/models/sync.rb` line 2"),
+        "the parameter named after the model is taken for it:\n{around}"
+    );
+    assert!(
+        !around.contains("sync.destroy"),
+        "a method the model only inherits points nowhere:\n{around}"
+    );
+}
+
+/// The "Around it" section of the prompt `files` give for `source`.
+fn around_it(name: &str, files: &[(&str, &str)], source: &str, tables: &[&str]) -> String {
+    let root = std::env::temp_dir().join(format!("longtx-rails-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let sources = app_sources(&root, files);
+    let mut job = facts(source);
+    job.tables = tables.iter().map(|t| t.to_string()).collect();
+    let prompt = sources.build(&job).unwrap().text;
+    let _ = std::fs::remove_dir_all(&root);
+    let around = &prompt[prompt.find("## Around it").expect("a context section")..];
+    around[..around.find("## Fix patterns").unwrap()].to_owned()
+}
+
+const USER_MODEL: (&str, &str) = (
+    "app/models/user.rb",
+    "class User < ApplicationRecord\n  has_many :posts, dependent: :destroy\n  after_create :welcome\n  after_destroy :forget\n  mount_uploader :export, ExportUploader\n\n  def welcome\n    Net::HTTP.get(URI('https://example.com'))\n  end\n\n  def forget\n    Audit.where(user_id: id).delete_all\n  end\nend\n",
+);
+/// A module file that reopens `User`: the model is still `user.rb`.
+const USER_CONCERN: (&str, &str) = (
+    "app/models/user/connecting.rb",
+    "class User\n  module Connecting\n    def share_with(person)\n    end\n  end\nend\n",
+);
+
+#[test]
+fn a_create_lists_the_create_callbacks_and_a_destroy_the_destroy_ones() {
+    let controller = (
+        "app/controllers/users_controller.rb",
+        "class UsersController < ApplicationController\n  def create\n    User.create!(user_params)\n  end\n\n  def destroy\n    User.find(params[:id]).destroy\n  end\nend\n",
+    );
+    let files = [USER_CONCERN, controller, USER_MODEL];
+    let create = around_it("create", &files, "users#create", &["users"]);
+    assert!(
+        create.contains("`users`: `User` in `app/models/user.rb` line 1"),
+        "the model is in its Zeitwerk file, not in the module reopening it:\n{create}"
+    );
+    assert!(create.contains("User after_create :welcome"), "{create}");
+    assert!(!create.contains("after_destroy"), "{create}");
+    assert!(!create.contains("dependent: :destroy"), "{create}");
+    assert!(
+        !create.contains("mount_uploader"),
+        "the upload runs only when the column is assigned:\n{create}"
+    );
+
+    let destroy = around_it("destroy", &files, "users#destroy", &["users"]);
+    assert!(destroy.contains("User after_destroy :forget"), "{destroy}");
+    assert!(
+        destroy.contains(
+            "User has_many :posts, dependent: :destroy (each row destroyed in the destroy's transaction)`: `app/models/user.rb` line 2"
+        ),
+        "{destroy}"
+    );
+    assert!(!destroy.contains("after_create"), "{destroy}");
+}
+
+#[test]
+fn an_assigned_uploader_column_and_a_custom_inflection_model_are_named() {
+    let controller = (
+        "app/controllers/users_controller.rb",
+        "class UsersController < ApplicationController\n  def update\n    @user = current_user\n    attach_export(params[:file])\n  end\n\n  private\n\n  def attach_export(file)\n    @user.export = file\n    @user.save\n  end\nend\n",
+    );
+    let inflected = (
+        "app/models/oidc/trusted_publisher/github_action.rb",
+        "class OIDC::TrustedPublisher::GitHubAction < ApplicationRecord\n  before_validation :find_owner\n\n  def find_owner\n    Octokit::Client.new.user(owner)\n  end\nend\n",
+    );
+    let files = [controller, USER_MODEL, inflected];
+    let around = around_it(
+        "upload",
+        &files,
+        "users#update",
+        &["users", "oidc_trusted_publisher_github_actions"],
+    );
+    assert!(
+        around.contains(
+            "User mount_uploader :export (CarrierWave uploads the file in after_save)`: `app/models/user.rb` line 5"
+        ),
+        "{around}"
+    );
+    assert!(
+        around.contains(
+            "`oidc_trusted_publisher_github_actions`: `OIDC::TrustedPublisher::GitHubAction`"
+        ),
+        "{around}"
+    );
+    assert!(
+        around.contains("OIDC::TrustedPublisher::GitHubAction before_validation :find_owner"),
+        "{around}"
+    );
 }

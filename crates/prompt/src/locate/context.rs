@@ -11,6 +11,8 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 mod callbacks;
+mod models;
+use models::{camelize, explicit_table_name, model_of, zeitwerk_file};
 use std::path::Path;
 
 /// At most this many calls are listed per prompt.
@@ -81,10 +83,18 @@ impl ClassIndex {
                 let path = relative_to(repo, &file);
                 let classes = declared_classes(&text);
                 for (line, name) in &classes {
-                    index
-                        .classes
-                        .entry(name.clone())
-                        .or_insert((path.clone(), *line));
+                    // A class reopened elsewhere (`class User; module
+                    // Connecting` in `app/models/user/connecting.rb`) is
+                    // defined where Zeitwerk loads it from.
+                    let conventional = path.ends_with(&format!("/{}", zeitwerk_file(name)));
+                    match index.classes.get(name) {
+                        Some((known, _))
+                            if !conventional
+                                || known.ends_with(&format!("/{}", zeitwerk_file(name))) => {}
+                        _ => {
+                            index.classes.insert(name.clone(), (path.clone(), *line));
+                        }
+                    }
                 }
                 if let (Some(table), Some((_, class))) =
                     (explicit_table_name(&text), classes.first())
@@ -119,71 +129,37 @@ pub fn code_context(repo: &Path, tables: &[String], candidates: &[Candidate]) ->
         .iter()
         .filter_map(|table| model_of(&index, table))
         .collect();
-    let callbacks = models
-        .iter()
-        .flat_map(|model| callbacks::callbacks_of(&index, model))
-        .collect();
+    let save = candidates
+        .first()
+        .map(|c| {
+            let method = c
+                .excerpt
+                .as_deref()
+                .and_then(|e| e.lines().next())
+                .and_then(|l| l.trim().strip_prefix("def "))
+                .map(word_at)
+                .unwrap_or_default();
+            callbacks::SaveKind::of_action(&c.path, &method)
+        })
+        .unwrap_or(callbacks::SaveKind::Any);
     let calls = candidates
         .first()
         .and_then(|c| c.excerpt.as_ref().map(|e| (c, e)))
         .map(|(candidate, excerpt)| calls_in(&index, candidate, excerpt))
         .unwrap_or_default();
+    let located = candidates
+        .first()
+        .map(|c| reached_code(c, &calls))
+        .unwrap_or_default();
+    let callbacks = models
+        .iter()
+        .flat_map(|model| callbacks::callbacks_of(&index, model, save, &located))
+        .collect();
     CodeContext {
         models,
         calls,
         callbacks,
     }
-}
-
-fn model_of(index: &ClassIndex, table: &str) -> Option<ModelRef> {
-    let table = table.rsplit('.').next().unwrap_or(table);
-    let (class, explicit) = match index.table_names.get(table) {
-        Some(class) => (class.clone(), true),
-        None => {
-            // `event_applications` is `EventApplication`, or `Event::Application`
-            // (a namespaced model with the module's table prefix).
-            let single = singularize(table);
-            let parts: Vec<&str> = single.split('_').collect();
-            let namespaced = (1..parts.len()).map(|cut| {
-                format!(
-                    "{}::{}",
-                    camelize(&parts[..cut].join("_")),
-                    camelize(&parts[cut..].join("_"))
-                )
-            });
-            let class = std::iter::once(camelize(&single))
-                .chain(namespaced)
-                .find(|name| {
-                    index
-                        .classes
-                        .get(name)
-                        .is_some_and(|(p, _)| p.starts_with("app/models/"))
-                })?;
-            (class, false)
-        }
-    };
-    let (path, line) = index.classes.get(&class)?.clone();
-    (explicit || path.starts_with("app/models/")).then(|| ModelRef {
-        table: table.to_owned(),
-        class,
-        path,
-        line,
-        explicit_table_name: explicit,
-    })
-}
-
-/// `self.table_name = "legacy_versions"` (or a symbol).
-fn explicit_table_name(text: &str) -> Option<String> {
-    text.lines().find_map(|line| {
-        let rest = line.trim().strip_prefix("self.table_name")?.trim_start();
-        let value = rest.strip_prefix('=')?.trim();
-        let name: String = value
-            .trim_start_matches([':', '"', '\''])
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
-            .collect();
-        (!name.is_empty()).then(|| name.rsplit('.').next().unwrap_or(&name).to_owned())
-    })
 }
 
 /// `Const.method` / `Const::Inner.method` / `Const.new(...).method`, and
@@ -230,8 +206,15 @@ fn calls_in(index: &ClassIndex, candidate: &Candidate, excerpt: &str) -> Vec<Cal
             push(word, candidate.path.clone(), line, body, String::new());
         }
     }
-    // `@order.finalize!`: a method only one model or service defines.
     for (receiver, method) in receiver_calls(&body) {
+        if let Some((path, line, body, text)) = on_named_model(index, &receiver, &method) {
+            push(format!("{receiver}.{method}"), path, line, body, text);
+            continue;
+        }
+        // `@order.finalize!`: a method only one model or service defines.
+        if !receiver.starts_with('@') {
+            continue;
+        }
         let Some([(path, line)]) = index.methods.get(&method).map(Vec::as_slice) else {
             continue;
         };
@@ -248,7 +231,27 @@ fn calls_in(index: &ClassIndex, candidate: &Candidate, excerpt: &str) -> Vec<Cal
     calls
 }
 
-/// `@receiver.method`: calls on instance variables.
+/// `sync.perform` in `def perform(sync)`: Rails code names a record after
+/// its model, so a receiver `sync` (or `@sync`) is taken for a `Sync` when
+/// that model's own file defines the method. A method the model only
+/// inherits (`save`, `destroy`) gives nothing to point at.
+fn on_named_model(
+    index: &ClassIndex,
+    receiver: &str,
+    method: &str,
+) -> Option<(String, usize, String, String)> {
+    let class = camelize(receiver.trim_start_matches('@'));
+    let (path, _) = index.classes.get(&class)?;
+    if !path.starts_with("app/models/") {
+        return None;
+    }
+    let text = index.texts.get(path)?;
+    let (line, body) = find_def(text, method)?;
+    Some((path.clone(), line, body, text.clone()))
+}
+
+/// `receiver.method`: calls on instance variables and on locals or
+/// parameters (lower-case names; `self` and constants are not receivers).
 fn receiver_calls(code: &str) -> Vec<(String, String)> {
     let mut found: Vec<(String, String)> = Vec::new();
     for (at, _) in code.match_indices('.') {
@@ -261,8 +264,10 @@ fn receiver_calls(code: &str) -> Vec<(String, String)> {
             .rev()
             .collect();
         let method = word_at(&code[at + 1..]);
-        // Only `@record.method`: a local's class is anyone's guess.
-        let variable = receiver.starts_with('@') && receiver.len() > 1;
+        let name = receiver.trim_start_matches('@');
+        let variable = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && name != "self"
+            && name.len() > 1;
         if variable && method.len() >= 4 && !found.iter().any(|(_, m)| *m == method) {
             found.push((receiver, method));
         }
@@ -294,6 +299,26 @@ pub fn second_level_bodies(calls: &[CallRef]) -> Vec<String> {
         }
     }
     bodies
+}
+
+/// The code the first candidate runs as far as it is followed: its method,
+/// the methods it calls and the ones those call in their own files (the
+/// candidate's own file included: `update` -> `update_user` ->
+/// `upload_export_files`).
+fn reached_code(candidate: &Candidate, calls: &[CallRef]) -> String {
+    let mut reached = vec![candidate.excerpt.clone().unwrap_or_default()];
+    reached.extend(calls.iter().map(|c| c.body.clone()));
+    reached.extend(second_level_bodies(calls));
+    for call in calls.iter().filter(|c| c.file_text.is_empty()) {
+        for word in words(&call.body.lines().skip(1).collect::<Vec<_>>().join("\n")) {
+            if word.len() >= 3 && word != call.call {
+                if let Some((_, body)) = find_def(&candidate.file_text, &word) {
+                    reached.push(body);
+                }
+            }
+        }
+    }
+    reached.join("\n")
 }
 
 /// `(Const, method)` for each `Const.method`, `Const.new(...).method`.
@@ -428,77 +453,9 @@ fn words(code: &str) -> Vec<String> {
     seen
 }
 
-/// English plurals as Rails' default inflections have them, for table names.
-fn singularize(table: &str) -> String {
-    let (head, last) = match table.rsplit_once('_') {
-        Some((head, last)) => (format!("{head}_"), last),
-        None => (String::new(), table),
-    };
-    let irregular = [
-        ("people", "person"),
-        ("men", "man"),
-        ("children", "child"),
-        ("data", "datum"),
-    ];
-    let single = if let Some((_, s)) = irregular.iter().find(|(p, _)| *p == last) {
-        (*s).to_owned()
-    } else if let Some(stem) = last
-        .strip_suffix("uses")
-        .or_else(|| last.strip_suffix("iases"))
-    {
-        // statuses, buses; aliases
-        if last.ends_with("iases") {
-            format!("{stem}ias")
-        } else {
-            format!("{stem}us")
-        }
-    } else if let Some(stem) = last.strip_suffix("ies") {
-        format!("{stem}y")
-    } else if let Some(stem) = ["sses", "shes", "ches", "xes", "zzes"]
-        .iter()
-        .find_map(|suffix| last.strip_suffix(suffix).map(|s| (s, suffix)))
-    {
-        format!("{}{}", stem.0, &stem.1[..stem.1.len() - 2])
-    } else if last.ends_with("ss") || last.ends_with("us") {
-        last.to_owned()
-    } else if let Some(stem) = last.strip_suffix('s') {
-        stem.to_owned()
-    } else {
-        last.to_owned()
-    };
-    format!("{head}{single}")
-}
-
-fn camelize(name: &str) -> String {
-    name.split('_')
-        .map(|part| {
-            let mut chars = part.chars();
-            match chars.next() {
-                Some(first) => first.to_uppercase().chain(chars).collect(),
-                None => String::new(),
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tables_become_model_names_as_rails_inflects_them() {
-        for (table, class) in [
-            ("versions", "Version"),
-            ("order_items", "OrderItem"),
-            ("categories", "Category"),
-            ("addresses", "Address"),
-            ("boxes", "Box"),
-            ("people", "Person"),
-            ("statuses", "Status"),
-        ] {
-            assert_eq!(camelize(&singularize(table)), class, "{table}");
-        }
-    }
 
     #[test]
     fn calls_on_constants_are_read_with_and_without_new() {

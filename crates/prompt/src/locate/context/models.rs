@@ -1,0 +1,179 @@
+//! From an alerted table to its model: `versions` -> `Version` in
+//! `app/models/version.rb`, honouring `self.table_name`, namespaced models
+//! and custom inflections, and the file Zeitwerk loads a class from.
+
+use super::{ClassIndex, ModelRef};
+
+pub(super) fn model_of(index: &ClassIndex, table: &str) -> Option<ModelRef> {
+    let table = table.rsplit('.').next().unwrap_or(table);
+    let (class, explicit) = match index.table_names.get(table) {
+        Some(class) => (class.clone(), true),
+        None => {
+            // `event_applications` is `EventApplication`, or `Event::Application`
+            // (a namespaced model with the module's table prefix).
+            let single = singularize(table);
+            let parts: Vec<&str> = single.split('_').collect();
+            let namespaced = (1..parts.len()).map(|cut| {
+                format!(
+                    "{}::{}",
+                    camelize(&parts[..cut].join("_")),
+                    camelize(&parts[cut..].join("_"))
+                )
+            });
+            let is_model = |name: &String| {
+                index
+                    .classes
+                    .get(name)
+                    .is_some_and(|(p, _)| p.starts_with("app/models/"))
+            };
+            let class = std::iter::once(camelize(&single))
+                .chain(namespaced)
+                .find(is_model)
+                .or_else(|| {
+                    // Custom inflections (`OIDC::TrustedPublisher::GitHubAction`
+                    // for `oidc_trusted_publisher_github_actions`): the same
+                    // letters, whatever the case and the `::`s.
+                    let squashed = single.replace('_', "");
+                    let mut models: Vec<&String> = index
+                        .classes
+                        .keys()
+                        .filter(|name| {
+                            name.replace("::", "").to_lowercase() == squashed && is_model(name)
+                        })
+                        .collect();
+                    models.sort();
+                    models.first().map(|name| (*name).clone())
+                })?;
+            (class, false)
+        }
+    };
+    let (path, line) = index.classes.get(&class)?.clone();
+    (explicit || path.starts_with("app/models/")).then(|| ModelRef {
+        table: table.to_owned(),
+        class,
+        path,
+        line,
+        explicit_table_name: explicit,
+    })
+}
+
+/// `self.table_name = "legacy_versions"` (or a symbol).
+pub(super) fn explicit_table_name(text: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix("self.table_name")?.trim_start();
+        let value = rest.strip_prefix('=')?.trim();
+        let name: String = value
+            .trim_start_matches([':', '"', '\''])
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+            .collect();
+        (!name.is_empty()).then(|| name.rsplit('.').next().unwrap_or(&name).to_owned())
+    })
+}
+
+/// English plurals as Rails' default inflections have them, for table names.
+fn singularize(table: &str) -> String {
+    let (head, last) = match table.rsplit_once('_') {
+        Some((head, last)) => (format!("{head}_"), last),
+        None => (String::new(), table),
+    };
+    let irregular = [
+        ("people", "person"),
+        ("men", "man"),
+        ("children", "child"),
+        ("data", "datum"),
+    ];
+    let single = if let Some((_, s)) = irregular.iter().find(|(p, _)| *p == last) {
+        (*s).to_owned()
+    } else if let Some(stem) = last
+        .strip_suffix("uses")
+        .or_else(|| last.strip_suffix("iases"))
+    {
+        // statuses, buses; aliases
+        if last.ends_with("iases") {
+            format!("{stem}ias")
+        } else {
+            format!("{stem}us")
+        }
+    } else if let Some(stem) = last.strip_suffix("ies") {
+        format!("{stem}y")
+    } else if let Some(stem) = ["sses", "shes", "ches", "xes", "zzes"]
+        .iter()
+        .find_map(|suffix| last.strip_suffix(suffix).map(|s| (s, suffix)))
+    {
+        format!("{}{}", stem.0, &stem.1[..stem.1.len() - 2])
+    } else if last.ends_with("ss") || last.ends_with("us") {
+        last.to_owned()
+    } else if let Some(stem) = last.strip_suffix('s') {
+        stem.to_owned()
+    } else {
+        last.to_owned()
+    };
+    format!("{head}{single}")
+}
+
+/// The file Zeitwerk expects a constant in: `Event::ApplicationJob` ->
+/// `event/application_job.rb`.
+pub(super) fn zeitwerk_file(class: &str) -> String {
+    let mut file = String::new();
+    for (i, part) in class.split("::").enumerate() {
+        if i > 0 {
+            file.push('/');
+        }
+        let chars: Vec<char> = part.chars().collect();
+        for (j, c) in chars.iter().enumerate() {
+            let after_lower =
+                j > 0 && (chars[j - 1].is_lowercase() || chars[j - 1].is_ascii_digit());
+            let acronym_end = j > 0
+                && chars[j - 1].is_uppercase()
+                && chars.get(j + 1).is_some_and(|n| n.is_lowercase());
+            if c.is_uppercase() && (after_lower || acronym_end) {
+                file.push('_');
+            }
+            file.extend(c.to_lowercase());
+        }
+    }
+    file + ".rb"
+}
+
+pub(super) fn camelize(name: &str) -> String {
+    name.split('_')
+        .map(|part| {
+            let mut chars = part.chars();
+            match chars.next() {
+                Some(first) => first.to_uppercase().chain(chars).collect(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_map_to_the_files_zeitwerk_loads_them_from() {
+        assert_eq!(zeitwerk_file("User"), "user.rb");
+        assert_eq!(
+            zeitwerk_file("Event::ApplicationJob"),
+            "event/application_job.rb"
+        );
+        assert_eq!(zeitwerk_file("HTMLParser"), "html_parser.rb");
+    }
+
+    #[test]
+    fn tables_become_model_names_as_rails_inflects_them() {
+        for (table, class) in [
+            ("versions", "Version"),
+            ("order_items", "OrderItem"),
+            ("categories", "Category"),
+            ("addresses", "Address"),
+            ("boxes", "Box"),
+            ("people", "Person"),
+            ("statuses", "Status"),
+        ] {
+            assert_eq!(camelize(&singularize(table)), class, "{table}");
+        }
+    }
+}
