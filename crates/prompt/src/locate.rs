@@ -16,7 +16,7 @@ use longtx_core::query_logs::{controller_path, underscore};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-pub use context::{code_context, second_level_bodies, CallRef, CodeContext, ModelRef};
+pub use context::{code_context, CallRef, CodeContext, ModelRef};
 
 /// One place in the code the transaction may come from.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -122,12 +122,18 @@ pub fn explain_none(query_source: &str) -> String {
     }
 }
 
-fn locate_worker(repo: &Path, class: &str) -> Vec<Candidate> {
-    let file_stem: String = class
+/// The path Zeitwerk loads a constant from, without `.rb`:
+/// `Billing::SyncWorker` -> `billing/sync_worker`.
+fn zeitwerk_stem(class: &str) -> String {
+    class
         .split("::")
         .map(underscore)
         .collect::<Vec<_>>()
-        .join("/");
+        .join("/")
+}
+
+fn locate_worker(repo: &Path, class: &str) -> Vec<Candidate> {
+    let file_stem = zeitwerk_stem(class);
     let mut found = Vec::new();
     for dir in WORKER_DIRS {
         let relative = format!("{dir}/{file_stem}.rb");
@@ -447,6 +453,16 @@ fn relative_to(repo: &Path, file: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn classes_map_to_the_files_zeitwerk_loads_them_from() {
+        assert_eq!(zeitwerk_stem("User"), "user");
+        assert_eq!(
+            zeitwerk_stem("Event::ApplicationJob"),
+            "event/application_job"
+        );
+        assert_eq!(zeitwerk_stem("HTMLParser"), "html_parser");
+    }
 
     #[test]
     fn classification_of_the_four_forms() {

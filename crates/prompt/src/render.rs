@@ -323,7 +323,7 @@ fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evi
             .filter_map(|c| c.excerpt.clone())
             .chain(code.calls.iter().map(|c| c.body.clone()))
             .chain(code.callbacks.iter().map(|c| c.body.clone()))
-            .chain(crate::locate::second_level_bodies(&code.calls))
+            .chain(code.second_level.iter().cloned())
             .collect(),
         files: candidates.iter().map(|c| c.file_text.clone()).collect(),
         alert: format!("{} {}", job.query_source, job.tables.join(" ")),

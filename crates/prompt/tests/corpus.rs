@@ -99,10 +99,11 @@ fn the_corpus_has_enough_labelled_cases_from_enough_applications() {
     }
 }
 
-/// The held-out ranking set was labelled after the catalogue's signals were
-/// last tuned, by someone who did not see what the ranking answers, on two
-/// applications the tuning never read. It stays apart so that nobody tunes
-/// on it by accident.
+/// The held-out ranking set was labelled blind (the labeller never saw what
+/// the ranking answers) on applications the corpus does not hold; each
+/// file's header says whether its round later served to develop the rules
+/// or was measured once. It stays apart from the corpus so that its figure
+/// keeps meaning "on code the signals were not tuned on".
 #[test]
 fn the_held_out_ranking_set_shares_no_application_with_the_corpus() {
     let tuned: Vec<String> = read_corpus("corpus/locate")

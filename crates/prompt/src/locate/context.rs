@@ -5,14 +5,15 @@
 //! as file:line, not whole files.
 
 use super::{
-    declared_classes, find_def, read_small, relative_to, ruby_files, Candidate, CLASS_ROOTS,
+    declared_classes, find_def, read_small, relative_to, ruby_files, zeitwerk_stem, Candidate,
+    CLASS_ROOTS,
 };
 use serde::Serialize;
 use std::collections::HashMap;
 
 mod callbacks;
 mod models;
-use models::{camelize, explicit_table_name, model_of, zeitwerk_file};
+use models::{camelize, explicit_table_name, model_of};
 use std::path::Path;
 
 /// At most this many calls are listed per prompt.
@@ -54,6 +55,10 @@ pub struct CodeContext {
     /// The models' callbacks and validations that run inside a save's
     /// transaction (`CasaOrg validate :validate_twilio_credentials`).
     pub callbacks: Vec<CallRef>,
+    /// The bodies of the methods the calls make in their own files:
+    /// ranking evidence only, never printed.
+    #[serde(skip)]
+    pub second_level: Vec<String>,
 }
 
 /// Classes declared under `app/`, `lib/` and `config/initializers/`: full
@@ -86,14 +91,12 @@ impl ClassIndex {
                     // A class reopened elsewhere (`class User; module
                     // Connecting` in `app/models/user/connecting.rb`) is
                     // defined where Zeitwerk loads it from.
-                    let conventional = path.ends_with(&format!("/{}", zeitwerk_file(name)));
-                    match index.classes.get(name) {
-                        Some((known, _))
-                            if !conventional
-                                || known.ends_with(&format!("/{}", zeitwerk_file(name))) => {}
-                        _ => {
-                            index.classes.insert(name.clone(), (path.clone(), *line));
-                        }
+                    let conventional = format!("/{}.rb", zeitwerk_stem(name));
+                    let keep_known = index.classes.get(name).is_some_and(|(known, _)| {
+                        !path.ends_with(&conventional) || known.ends_with(&conventional)
+                    });
+                    if !keep_known {
+                        index.classes.insert(name.clone(), (path.clone(), *line));
                     }
                 }
                 if let (Some(table), Some((_, class))) =
@@ -132,13 +135,7 @@ pub fn code_context(repo: &Path, tables: &[String], candidates: &[Candidate]) ->
     let save = candidates
         .first()
         .map(|c| {
-            let method = c
-                .excerpt
-                .as_deref()
-                .and_then(|e| e.lines().next())
-                .and_then(|l| l.trim().strip_prefix("def "))
-                .map(word_at)
-                .unwrap_or_default();
+            let method = c.excerpt.as_deref().map(defined_method).unwrap_or_default();
             callbacks::SaveKind::of_action(&c.path, &method)
         })
         .unwrap_or(callbacks::SaveKind::Any);
@@ -147,9 +144,10 @@ pub fn code_context(repo: &Path, tables: &[String], candidates: &[Candidate]) ->
         .and_then(|c| c.excerpt.as_ref().map(|e| (c, e)))
         .map(|(candidate, excerpt)| calls_in(&index, candidate, excerpt))
         .unwrap_or_default();
+    let second_level = second_level_bodies(&calls);
     let located = candidates
         .first()
-        .map(|c| reached_code(c, &calls))
+        .map(|c| reached_code(c, &calls, &second_level))
         .unwrap_or_default();
     let callbacks = models
         .iter()
@@ -159,6 +157,7 @@ pub fn code_context(repo: &Path, tables: &[String], candidates: &[Candidate]) ->
         models,
         calls,
         callbacks,
+        second_level,
     }
 }
 
@@ -166,12 +165,6 @@ pub fn code_context(repo: &Path, tables: &[String], candidates: &[Candidate]) ->
 /// bare calls of methods the same file defines.
 fn calls_in(index: &ClassIndex, candidate: &Candidate, excerpt: &str) -> Vec<CallRef> {
     let mut calls: Vec<CallRef> = Vec::new();
-    let own_method = excerpt
-        .lines()
-        .next()
-        .and_then(|l| l.trim().strip_prefix("def "))
-        .map(|rest| word_at(rest.trim_start_matches("self.")))
-        .unwrap_or_default();
     let body: Vec<&str> = excerpt.lines().skip(1).collect();
     let body = body.join("\n");
     let mut push = |call: String, path: String, line: usize, body: String, file_text: String| {
@@ -197,14 +190,10 @@ fn calls_in(index: &ClassIndex, candidate: &Candidate, excerpt: &str) -> Vec<Cal
         };
         push(format!("{constant}.{method}"), path, line, body, text);
     }
-    for word in words(&body) {
-        if word == own_method || word.len() < 3 {
-            continue;
-        }
-        if let Some((line, body)) = find_def(&candidate.file_text, &word) {
-            // Its file is the candidate's, already evidence.
-            push(word, candidate.path.clone(), line, body, String::new());
-        }
+    let own_method = defined_method(excerpt);
+    for (word, line, body) in defined_in(&candidate.file_text, excerpt, &own_method) {
+        // Its file is the candidate's, already evidence.
+        push(word, candidate.path.clone(), line, body, String::new());
     }
     for (receiver, method) in receiver_calls(&body) {
         if let Some((path, line, body, text)) = on_named_model(index, &receiver, &method) {
@@ -275,27 +264,42 @@ fn receiver_calls(code: &str) -> Vec<(String, String)> {
     found
 }
 
+/// `create` for a method that starts `def create` or `def self.create`.
+fn defined_method(method: &str) -> String {
+    method
+        .lines()
+        .next()
+        .and_then(|l| l.trim().strip_prefix("def "))
+        .map(|rest| word_at(rest.trim_start_matches("self.")))
+        .unwrap_or_default()
+}
+
+/// The bare calls in `method`'s body (past its `def` line) of methods that
+/// `file` defines, other than `own` and names under three letters: each as
+/// (name, line, body).
+fn defined_in<'a>(
+    file: &'a str,
+    method: &str,
+    own: &'a str,
+) -> impl Iterator<Item = (String, usize, String)> + 'a {
+    let body = method.lines().skip(1).collect::<Vec<_>>().join("\n");
+    words(&body)
+        .into_iter()
+        .filter(move |word| word != own && word.len() >= 3)
+        .filter_map(move |word| find_def(file, &word).map(|(line, body)| (word, line, body)))
+}
+
 /// The bodies of the methods the listed calls make in their own files (a
-/// service's `call` usually hands the work to a private method there):
-/// ranking evidence only, never printed.
-pub fn second_level_bodies(calls: &[CallRef]) -> Vec<String> {
+/// service's `call` usually hands the work to a private method there).
+fn second_level_bodies(calls: &[CallRef]) -> Vec<String> {
     let mut bodies = Vec::new();
     for call in calls.iter().filter(|c| !c.file_text.is_empty()) {
         let own = call.call.rsplit('.').next().unwrap_or_default();
-        for word in words(
-            call.body
-                .lines()
-                .skip(1)
-                .collect::<Vec<_>>()
-                .join("\n")
-                .as_str(),
-        ) {
-            if word == own || word.len() < 3 || bodies.len() >= MAX_CALLS {
-                continue;
+        for (_, _, body) in defined_in(&call.file_text, &call.body, own) {
+            if bodies.len() >= MAX_CALLS {
+                return bodies;
             }
-            if let Some((_, body)) = find_def(&call.file_text, &word) {
-                bodies.push(body);
-            }
+            bodies.push(body);
         }
     }
     bodies
@@ -305,18 +309,14 @@ pub fn second_level_bodies(calls: &[CallRef]) -> Vec<String> {
 /// the methods it calls and the ones those call in their own files (the
 /// candidate's own file included: `update` -> `update_user` ->
 /// `upload_export_files`).
-fn reached_code(candidate: &Candidate, calls: &[CallRef]) -> String {
+fn reached_code(candidate: &Candidate, calls: &[CallRef], second_level: &[String]) -> String {
     let mut reached = vec![candidate.excerpt.clone().unwrap_or_default()];
     reached.extend(calls.iter().map(|c| c.body.clone()));
-    reached.extend(second_level_bodies(calls));
+    reached.extend(second_level.iter().cloned());
     for call in calls.iter().filter(|c| c.file_text.is_empty()) {
-        for word in words(&call.body.lines().skip(1).collect::<Vec<_>>().join("\n")) {
-            if word.len() >= 3 && word != call.call {
-                if let Some((_, body)) = find_def(&candidate.file_text, &word) {
-                    reached.push(body);
-                }
-            }
-        }
+        reached.extend(
+            defined_in(&candidate.file_text, &call.body, &call.call).map(|(_, _, body)| body),
+        );
     }
     reached.join("\n")
 }

@@ -154,20 +154,32 @@ pub(super) fn callbacks_of(
     for (path, text) in &files {
         for (i, line) in text.lines().enumerate() {
             let code = line.trim();
+            // A callback with no method body of its own to show: the
+            // declaration line is the evidence and the place to point at.
+            let declared_here = |call: String| CallRef {
+                call,
+                path: path.clone(),
+                line: i + 1,
+                body: code.to_owned(),
+                file_text: String::new(),
+            };
+            // `mount_uploader :export, ...` -> `export`.
+            let first_symbol = |after: &str| {
+                declared_methods(code[after.len()..].trim_start())
+                    .into_iter()
+                    .next()
+                    .unwrap_or_default()
+            };
             if let Some(mount) = UPLOADER_MOUNTS.iter().find(|m| declares(code, m)) {
-                let columns = declared_methods(code[mount.len()..].trim_start());
-                let column = columns.first().map_or("", String::as_str);
-                if save != SaveKind::Destroy && names(located, column) {
-                    found.push(CallRef {
-                        call: format!(
-                            "{} {mount} :{column} (CarrierWave uploads the file in after_save)",
-                            model.class
-                        ),
-                        path: path.clone(),
-                        line: i + 1,
-                        body: code.to_owned(),
-                        file_text: String::new(),
-                    });
+                // Not held to MAX_CALLBACKS: it is listed only when the code
+                // reached assigns the column, so it is never noise, and a
+                // big model's ordinary callbacks would otherwise crowd it out.
+                let column = first_symbol(mount);
+                if save != SaveKind::Destroy && names(located, &column) {
+                    found.push(declared_here(format!(
+                        "{} {mount} :{column} (CarrierWave uploads the file in after_save)",
+                        model.class
+                    )));
                 }
                 continue;
             }
@@ -180,18 +192,11 @@ pub(super) fn callbacks_of(
                     && names(located, "destroy")
                     && found.len() < MAX_CALLBACKS
                 {
-                    let children = declared_methods(code[assoc.len()..].trim_start());
-                    found.push(CallRef {
-                        call: format!(
-                            "{} {assoc} :{}, dependent: :destroy (each row destroyed in the destroy's transaction)",
-                            model.class,
-                            children.first().map_or("", String::as_str)
-                        ),
-                        path: path.clone(),
-                        line: i + 1,
-                        body: code.to_owned(),
-                        file_text: String::new(),
-                    });
+                    found.push(declared_here(format!(
+                        "{} {assoc} :{}, dependent: :destroy (each row destroyed in the destroy's transaction)",
+                        model.class,
+                        first_symbol(assoc)
+                    )));
                 }
                 continue;
             }
@@ -220,13 +225,7 @@ pub(super) fn callbacks_of(
                         body,
                         file_text: t.clone(),
                     },
-                    None => CallRef {
-                        call,
-                        path: path.clone(),
-                        line: i + 1,
-                        body: code.to_owned(),
-                        file_text: String::new(),
-                    },
+                    None => declared_here(call),
                 });
             }
         }

@@ -1,6 +1,6 @@
 //! From an alerted table to its model: `versions` -> `Version` in
 //! `app/models/version.rb`, honouring `self.table_name`, namespaced models
-//! and custom inflections, and the file Zeitwerk loads a class from.
+//! and custom inflections.
 
 use super::{ClassIndex, ModelRef};
 
@@ -112,30 +112,6 @@ fn singularize(table: &str) -> String {
     format!("{head}{single}")
 }
 
-/// The file Zeitwerk expects a constant in: `Event::ApplicationJob` ->
-/// `event/application_job.rb`.
-pub(super) fn zeitwerk_file(class: &str) -> String {
-    let mut file = String::new();
-    for (i, part) in class.split("::").enumerate() {
-        if i > 0 {
-            file.push('/');
-        }
-        let chars: Vec<char> = part.chars().collect();
-        for (j, c) in chars.iter().enumerate() {
-            let after_lower =
-                j > 0 && (chars[j - 1].is_lowercase() || chars[j - 1].is_ascii_digit());
-            let acronym_end = j > 0
-                && chars[j - 1].is_uppercase()
-                && chars.get(j + 1).is_some_and(|n| n.is_lowercase());
-            if c.is_uppercase() && (after_lower || acronym_end) {
-                file.push('_');
-            }
-            file.extend(c.to_lowercase());
-        }
-    }
-    file + ".rb"
-}
-
 pub(super) fn camelize(name: &str) -> String {
     name.split('_')
         .map(|part| {
@@ -151,16 +127,6 @@ pub(super) fn camelize(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn classes_map_to_the_files_zeitwerk_loads_them_from() {
-        assert_eq!(zeitwerk_file("User"), "user.rb");
-        assert_eq!(
-            zeitwerk_file("Event::ApplicationJob"),
-            "event/application_job.rb"
-        );
-        assert_eq!(zeitwerk_file("HTMLParser"), "html_parser.rb");
-    }
 
     #[test]
     fn tables_become_model_names_as_rails_inflects_them() {
