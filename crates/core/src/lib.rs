@@ -6,6 +6,7 @@
 //! into it, which keeps every policy testable without a server or database.
 
 pub mod alert;
+pub mod agent_run;
 pub mod alertmanager;
 pub mod codeowners;
 pub mod datadog;
@@ -18,6 +19,7 @@ pub mod ignore_list;
 pub mod job;
 pub mod json_text;
 pub mod observation;
+pub mod patch_policy;
 pub mod policy;
 pub mod pre_review;
 pub mod query_logs;

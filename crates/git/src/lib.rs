@@ -12,6 +12,7 @@
 
 pub mod gather;
 pub mod history;
+pub mod patch;
 mod mirror;
 pub mod wontfix;
 

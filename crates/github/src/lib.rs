@@ -8,6 +8,7 @@
 mod octo;
 mod probe;
 pub mod retry;
+pub mod zip;
 
 pub use longtx_core::revision::round_run_marker;
 pub use octo::{Credentials, OctocrabGitHub};
@@ -59,7 +60,7 @@ pub struct Dispatch {
 }
 
 /// A workflow run, as far as longtx cares.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 pub struct Run {
     pub id: u64,
     pub html_url: Option<String>,
@@ -67,6 +68,74 @@ pub struct Run {
     pub conclusion: Option<String>,
     /// The run's name, which carries `longtx job <id>`.
     pub display_title: Option<String>,
+    /// `.github/workflows/<file>`: what ties a run to the workflow longtx
+    /// dispatched (with `event`, `head_repository` and `created_at`).
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub event: Option<String>,
+    #[serde(default)]
+    pub head_repository: Option<RepoRef>,
+    #[serde(default)]
+    pub created_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// `{"full_name": "owner/name"}`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct RepoRef {
+    pub full_name: String,
+}
+
+impl Run {
+    /// The facts [`longtx_core::agent_run::check`] ties a run by.
+    pub fn observed(&self) -> longtx_core::agent_run::Observed<'_> {
+        longtx_core::agent_run::Observed {
+            run_id: self.id,
+            path: self.path.as_deref(),
+            event: self.event.as_deref(),
+            head_repository: self.head_repository.as_ref().map(|r| r.full_name.as_str()),
+            created_at: self.created_at,
+        }
+    }
+}
+
+/// A workflow run's artifact (`GET .../runs/{id}/artifacts`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Artifact {
+    pub id: u64,
+    pub name: String,
+    #[serde(default)]
+    pub size_in_bytes: u64,
+    #[serde(default)]
+    pub expired: bool,
+}
+
+/// A file a commit adds or replaces, whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileAddition {
+    pub path: String,
+    pub contents: Vec<u8>,
+}
+
+/// A commit longtx makes through `createCommitOnBranch`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewCommit {
+    pub branch: String,
+    /// GitHub refuses the commit unless the branch points here now.
+    pub expected_head: String,
+    pub headline: String,
+    pub body: String,
+    pub additions: Vec<FileAddition>,
+    pub deletions: Vec<String>,
+}
+
+/// A commit as longtx reads it back: enough to know whether it is one
+/// longtx made for a given round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommitSummary {
+    pub sha: String,
+    pub parents: Vec<String>,
+    pub message: String,
 }
 
 /// One file of a pull request's diff.
@@ -309,6 +378,46 @@ pub trait GitHub: Send + Sync + 'static {
         pull: &NewPull,
     ) -> impl Future<Output = Result<PullSummary, GitHubError>> + Send;
 
+    /// The artifacts a run uploaded.
+    fn run_artifacts(
+        &self,
+        repo: &RepoName,
+        run_id: u64,
+    ) -> impl Future<Output = Result<Vec<Artifact>, GitHubError>> + Send;
+
+    /// An artifact's zip, at most `max_bytes` (GitHub answers a redirect to
+    /// a short-lived URL, fetched without longtx's credentials).
+    fn download_artifact(
+        &self,
+        repo: &RepoName,
+        artifact_id: u64,
+        max_bytes: u64,
+    ) -> impl Future<Output = Result<Vec<u8>, GitHubError>> + Send;
+
+    /// Creates `branch` at `sha`; `false` when it exists already.
+    fn create_branch(
+        &self,
+        repo: &RepoName,
+        branch: &str,
+        sha: &str,
+    ) -> impl Future<Output = Result<bool, GitHubError>> + Send;
+
+    /// Commits onto a branch through GraphQL `createCommitOnBranch` (signed
+    /// by GitHub); the new commit's id. A branch that moved away from
+    /// `expected_head` is refused as [`GitHubError::Refused`] with 409.
+    fn create_commit_on_branch(
+        &self,
+        repo: &RepoName,
+        commit: &NewCommit,
+    ) -> impl Future<Output = Result<String, GitHubError>> + Send;
+
+    /// One commit's id, parents and message; `None` when there is none.
+    fn commit(
+        &self,
+        repo: &RepoName,
+        sha: &str,
+    ) -> impl Future<Output = Result<Option<CommitSummary>, GitHubError>> + Send;
+
     /// Creates a label unless it exists (an existing one is left as is).
     fn ensure_label(
         &self,
@@ -397,6 +506,7 @@ mod tests {
             status: None,
             conclusion: None,
             display_title: Some(title.into()),
+            ..Run::default()
         };
         assert!(run_is_for_job(
             &run("longtx job 12: admin/users#update"),

@@ -5,8 +5,8 @@
 
 use crate::retry::rate_limit_wait;
 use crate::{
-    Comment, Comparison, Dispatch, GitHub, GitHubError, NewPull, PullFile, PullSummary, RepoName,
-    ReviewComment, Run, MAX_PAGES, PER_PAGE,
+    Artifact, Comment, CommitSummary, Comparison, Dispatch, GitHub, GitHubError, NewCommit,
+    NewPull, PullFile, PullSummary, RepoName, ReviewComment, Run, MAX_PAGES, PER_PAGE,
 };
 use serde::de::DeserializeOwned;
 use std::time::Duration;
@@ -47,6 +47,12 @@ pub struct OctocrabGitHub {
     /// Set once GitHub refused `return_run_details` (older Enterprise
     /// Server); shared by clones.
     no_run_details: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// GraphQL's endpoint: `<api>/graphql`, or `/api/graphql` on an
+    /// Enterprise Server whose REST API is `/api/v3`.
+    graphql_url: String,
+    /// Fetches the short-lived artifact URLs GitHub redirects to, without
+    /// longtx's credentials (the URL carries its own signature).
+    downloads: reqwest::Client,
 }
 
 #[derive(Clone)]
@@ -96,10 +102,22 @@ impl OctocrabGitHub {
                 (client, GitAuth::App(app, id))
             }
         };
+        let api = api_url.trim_end_matches('/');
+        let graphql_url = match api.strip_suffix("/api/v3") {
+            Some(host) => format!("{host}/api/graphql"),
+            None => format!("{api}/graphql"),
+        };
+        let downloads = reqwest::Client::builder()
+            .timeout(timeout * 4)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| GitHubError::Credentials(format!("an HTTP client: {e}")))?;
         Ok(OctocrabGitHub {
             client,
             git_auth,
             no_run_details: Default::default(),
+            graphql_url,
+            downloads,
         })
     }
 
@@ -312,6 +330,7 @@ impl GitHub for OctocrabGitHub {
             status: Some("queued".into()),
             conclusion: None,
             display_title: None,
+            ..Run::default()
         }))
     }
 
@@ -527,6 +546,170 @@ impl GitHub for OctocrabGitHub {
         Ok(parse::<PullJson>(&text)?.summary())
     }
 
+    async fn run_artifacts(
+        &self,
+        repo: &RepoName,
+        run_id: u64,
+    ) -> Result<Vec<Artifact>, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct Artifacts {
+            artifacts: Vec<Artifact>,
+        }
+        let path = format!("/repos/{repo}/actions/runs/{run_id}/artifacts?per_page={PER_PAGE}");
+        let (_, text) = self.send("GET", &path, None).await?;
+        Ok(parse::<Artifacts>(&text)?.artifacts)
+    }
+
+    async fn download_artifact(
+        &self,
+        repo: &RepoName,
+        artifact_id: u64,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, GitHubError> {
+        let path = format!("/repos/{repo}/actions/artifacts/{artifact_id}/zip");
+        longtx_metrics::inc(
+            "longtx_github_requests_total",
+            "GitHub API calls, by method and endpoint.",
+            &[("method", "GET"), ("endpoint", &endpoint_of(&path))],
+        );
+        let response = self
+            .client
+            ._get(path.as_str())
+            .await
+            .map_err(|e| GitHubError::Unavailable(transport_message(&e)))?;
+        let status = response.status().as_u16();
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let Some(location) = location.filter(|_| (300..400).contains(&status)) else {
+            let text = self.client.body_to_string(response).await.unwrap_or_default();
+            return Err(match status {
+                500.. => GitHubError::Unavailable(format!("HTTP {status}")),
+                _ => GitHubError::Refused {
+                    status,
+                    message: github_message(&text),
+                },
+            });
+        };
+        let mut download = self
+            .downloads
+            .get(&location)
+            .send()
+            .await
+            .map_err(|e| GitHubError::Unavailable(format!("the artifact download: {}", e.without_url())))?;
+        let status = download.status().as_u16();
+        if status != 200 {
+            return Err(if status >= 500 {
+                GitHubError::Unavailable(format!("the artifact download: HTTP {status}"))
+            } else {
+                GitHubError::Refused {
+                    status,
+                    message: "the artifact's download URL was refused".into(),
+                }
+            });
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = download
+            .chunk()
+            .await
+            .map_err(|e| GitHubError::Unavailable(format!("the artifact download: {}", e.without_url())))?
+        {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() as u64 > max_bytes {
+                return Err(GitHubError::Refused {
+                    status: 413,
+                    message: format!("the artifact is larger than {max_bytes} bytes"),
+                });
+            }
+        }
+        Ok(bytes)
+    }
+
+    async fn create_branch(
+        &self,
+        repo: &RepoName,
+        branch: &str,
+        sha: &str,
+    ) -> Result<bool, GitHubError> {
+        let body = serde_json::json!({"ref": format!("refs/heads/{branch}"), "sha": sha});
+        match self
+            .send("POST", &format!("/repos/{repo}/git/refs"), Some(&body))
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(GitHubError::Refused { status: 422, message })
+                if message.contains("already exists") =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn create_commit_on_branch(
+        &self,
+        repo: &RepoName,
+        commit: &NewCommit,
+    ) -> Result<String, GitHubError> {
+        use base64::Engine;
+        const MUTATION: &str = "mutation($input: CreateCommitOnBranchInput!) { \
+            createCommitOnBranch(input: $input) { commit { oid } } }";
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let input = serde_json::json!({
+            "branch": {"repositoryNameWithOwner": repo.to_string(), "branchName": commit.branch},
+            "message": {"headline": commit.headline, "body": commit.body},
+            "expectedHeadOid": commit.expected_head,
+            "fileChanges": {
+                "additions": commit.additions.iter()
+                    .map(|a| serde_json::json!({"path": a.path, "contents": b64.encode(&a.contents)}))
+                    .collect::<Vec<_>>(),
+                "deletions": commit.deletions.iter()
+                    .map(|path| serde_json::json!({"path": path}))
+                    .collect::<Vec<_>>(),
+            },
+        });
+        let body = serde_json::json!({"query": MUTATION, "variables": {"input": input}});
+        let url = self.graphql_url.clone();
+        let (_, text) = self.send("POST", &url, Some(&body)).await?;
+        graphql_commit(&text)
+    }
+
+    async fn commit(&self, repo: &RepoName, sha: &str) -> Result<Option<CommitSummary>, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct Parent {
+            sha: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct Message {
+            message: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct CommitJson {
+            sha: String,
+            parents: Vec<Parent>,
+            commit: Message,
+        }
+        match self
+            .send("GET", &format!("/repos/{repo}/commits/{sha}"), None)
+            .await
+        {
+            Ok((_, text)) => {
+                let c: CommitJson = parse(&text)?;
+                Ok(Some(CommitSummary {
+                    sha: c.sha,
+                    parents: c.parents.into_iter().map(|p| p.sha).collect(),
+                    message: c.commit.message,
+                }))
+            }
+            Err(GitHubError::Refused {
+                status: 404 | 422, ..
+            }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     async fn ensure_label(
         &self,
         repo: &RepoName,
@@ -634,6 +817,53 @@ impl GitHub for OctocrabGitHub {
     }
 }
 
+/// The new commit's id from a `createCommitOnBranch` answer. GraphQL
+/// answers errors with 200 and an `errors` list; a branch that moved
+/// (`expectedHeadOid` no longer its head) is a 409, any other error a 422.
+fn graphql_commit(text: &str) -> Result<String, GitHubError> {
+    #[derive(serde::Deserialize)]
+    struct Oid {
+        oid: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Created {
+        commit: Oid,
+    }
+    #[derive(serde::Deserialize)]
+    struct Data {
+        #[serde(rename = "createCommitOnBranch")]
+        created: Option<Created>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Error {
+        message: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        data: Option<Data>,
+        #[serde(default)]
+        errors: Vec<Error>,
+    }
+    let answer: Answer = parse(text)?;
+    if let Some(created) = answer.data.and_then(|d| d.created) {
+        return Ok(created.commit.oid);
+    }
+    let message: String = answer
+        .errors
+        .iter()
+        .map(|e| e.message.as_str())
+        .collect::<Vec<_>>()
+        .join("; ")
+        .chars()
+        .take(300)
+        .collect();
+    let moved = message.contains("Expected branch to point to") || message.contains("expectedHeadOid");
+    Err(GitHubError::Refused {
+        status: if moved { 409 } else { 422 },
+        message: if message.is_empty() { "createCommitOnBranch made no commit".into() } else { message },
+    })
+}
+
 #[derive(serde::Deserialize)]
 struct Login {
     login: String,
@@ -715,6 +945,11 @@ impl OctocrabGitHub {
 /// A path as an endpoint template, so labels stay few: owner, repository,
 /// numbers, shas and names become placeholders.
 fn endpoint_of(path: &str) -> String {
+    // An absolute URL (GraphQL's) counts by its path.
+    let path = match path.split_once("://") {
+        Some((_, rest)) => rest.find('/').map(|i| &rest[i..]).unwrap_or("/"),
+        None => path,
+    };
     let path = path.split('?').next().unwrap_or("");
     let parts: Vec<&str> = path.split('/').collect();
     let mut out = Vec::with_capacity(parts.len());
@@ -727,6 +962,7 @@ fn endpoint_of(path: &str) -> String {
             "collaborators" | "memberships" => Some(":user"),
             "teams" if i > 3 => Some(":team"),
             "workflows" => Some(":workflow"),
+            "artifacts" if i > 4 => Some(":n"),
             "commits" => Some(":sha"),
             "compare" => Some(":basehead"),
             _ if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) => Some(":n"),

@@ -31,6 +31,10 @@ pub struct ClaimedJob {
     /// More than one: an earlier claim may already have dispatched a run,
     /// so look for it before dispatching again.
     pub attempts: i32,
+    /// When the first claim began: only runs created after it are ours.
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    /// The commit pinned for the run to start from, once pinned.
+    pub base_sha: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -152,9 +156,11 @@ impl Store {
             "UPDATE jobs SET state = 'dispatching', state_reason = NULL, ended_at = NULL, \
                  lease_until = now() + make_interval(secs => $2::float8), \
                  dispatch_attempts = dispatch_attempts + 1, \
-                 prompt_token = COALESCE(prompt_token, $3), updated_at = now() \
+                 prompt_token = COALESCE(prompt_token, $3), updated_at = now(), \
+                 dispatch_started_at = COALESCE(dispatch_started_at, now()) \
              WHERE id = $1 \
-             RETURNING id, query_source, tables, max_duration_seconds, prompt_sha256, prompt_token, dispatch_attempts",
+             RETURNING id, query_source, tables, max_duration_seconds, prompt_sha256, prompt_token, dispatch_attempts, \
+                 dispatch_started_at, base_sha",
         )
         .bind(id)
         .bind(lease.as_secs_f64())
@@ -174,6 +180,8 @@ impl Store {
                 .try_get::<Option<String>, _>("prompt_token")?
                 .unwrap_or_default(),
             attempts: row.try_get("dispatch_attempts")?,
+            started_at: row.try_get("dispatch_started_at")?,
+            base_sha: row.try_get("base_sha")?,
         }))
     }
 

@@ -5,6 +5,7 @@
 //! call, and a method never asks the pool for a second connection while it
 //! holds one (that self-deadlocks exactly at pool max).
 
+mod agent_runs;
 mod costs;
 mod dashboard;
 mod dispatch;
@@ -20,6 +21,7 @@ mod requests;
 mod rounds;
 mod wontfix;
 
+pub use agent_runs::{DispatchedRun, RoundToApply, RunningPreReview};
 pub use costs::{CostFigures, JobCost, ReportRecorded};
 pub use dashboard::{
     Dashboard, DashboardQuery, DayFigure, DispatchRecord, JobPage, RequestRecord, ReviewerLoad,

@@ -22,6 +22,13 @@ pub struct PrOpenClaim {
     /// dispatched before longtx recorded it.
     pub dispatch_ref: Option<String>,
     pub attempts: i32,
+    /// The run longtx dispatched, whose result is applied.
+    pub run_id: Option<i64>,
+    /// The commit the run started from (pinned at dispatch).
+    pub base_sha: Option<String>,
+    /// Set once longtx made round 0's commit.
+    pub fix_commit_sha: Option<String>,
+    pub agent_summary: Option<String>,
 }
 
 /// Marks a job still waiting for its PR as ready to have it opened.
@@ -55,6 +62,7 @@ impl Store {
                            AND (pr_open_lease_until IS NULL OR pr_open_lease_until < now()) \
                          ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
              RETURNING id, query_source, tables, max_duration_seconds, run_url, pr_open_attempts, \
+                 run_id, base_sha, fix_commit_sha, agent_summary, \
                  (SELECT request->>'ref' FROM dispatches d \
                    WHERE d.job_id = jobs.id AND NOT d.dry_run AND d.request ? 'ref' \
                    ORDER BY d.id DESC LIMIT 1) AS dispatch_ref",
@@ -73,6 +81,10 @@ impl Store {
                     .try_get::<Option<String>, _>("dispatch_ref")?
                     .filter(|r| !r.starts_with('<')),
                 attempts: r.try_get("pr_open_attempts")?,
+                run_id: r.try_get("run_id")?,
+                base_sha: r.try_get("base_sha")?,
+                fix_commit_sha: r.try_get("fix_commit_sha")?,
+                agent_summary: r.try_get("agent_summary")?,
             })
         })
         .transpose()

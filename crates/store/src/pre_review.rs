@@ -21,6 +21,8 @@ pub struct PreReviewClaim {
     pub max_duration_seconds: Option<f64>,
     pub prompt_token: String,
     pub attempts: i32,
+    /// When this head's first claim began: only runs created after it count.
+    pub started_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// A PR to close after the pre-review failed it.
@@ -77,7 +79,8 @@ pub(crate) async fn schedule(
 ) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE jobs SET pre_review_state = 'pending', pre_review_head = $2, pre_review_attempts = 0, \
-             pre_review_lease_until = NULL, pre_review_run_id = NULL, pre_review_since = now() \
+             pre_review_lease_until = NULL, pre_review_run_id = NULL, pre_review_since = now(), \
+             pre_review_started_at = NULL \
          WHERE id = $1 AND pre_review_head IS DISTINCT FROM $2",
     )
     .bind(job_id)
@@ -94,14 +97,15 @@ impl Store {
     ) -> Result<Option<PreReviewClaim>, StoreError> {
         let row = sqlx::query(
             "UPDATE jobs SET pre_review_lease_until = now() + make_interval(secs => $1), \
-                 pre_review_attempts = pre_review_attempts + 1 \
+                 pre_review_attempts = pre_review_attempts + 1, \
+                 pre_review_started_at = COALESCE(pre_review_started_at, now()) \
              WHERE id = (SELECT id FROM jobs \
                          WHERE pre_review_state = 'pending' AND state IN ('pre_review', 'in_review') \
                            AND pr_number IS NOT NULL AND prompt_token IS NOT NULL \
                            AND (pre_review_lease_until IS NULL OR pre_review_lease_until < now()) \
                          ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
              RETURNING id, query_source, pr_number, pre_review_head, tables, max_duration_seconds, \
-                       prompt_token, pre_review_attempts",
+                       prompt_token, pre_review_attempts, pre_review_started_at",
         )
         .bind(lease.as_secs_f64())
         .fetch_optional(self.pool())
@@ -116,6 +120,7 @@ impl Store {
                 max_duration_seconds: r.try_get("max_duration_seconds")?,
                 prompt_token: r.try_get("prompt_token")?,
                 attempts: r.try_get("pre_review_attempts")?,
+                started_at: r.try_get("pre_review_started_at")?,
             })
         })
         .transpose()

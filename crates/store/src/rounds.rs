@@ -34,6 +34,10 @@ pub struct RoundClaim {
     /// `None` until the round's prompt is rendered (first claim).
     pub prompt_sha256: Option<String>,
     pub attempts: i32,
+    /// When the round's first dispatch claim began.
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    /// The branch head pinned for the round to start from, once pinned.
+    pub base_sha: Option<String>,
 }
 
 /// A round to begin.
@@ -53,6 +57,8 @@ pub(crate) struct NewRound<'a> {
 pub enum RoundEnd {
     Pushed,
     NoChange,
+    /// The patch policy refused what the run proposed.
+    Refused,
     Failed,
     Expired,
 }
@@ -62,6 +68,7 @@ impl RoundEnd {
         match self {
             RoundEnd::Pushed => "pushed",
             RoundEnd::NoChange => "no_change",
+            RoundEnd::Refused => "refused",
             RoundEnd::Failed => "failed",
             RoundEnd::Expired => "expired",
         }
@@ -155,9 +162,11 @@ pub(crate) async fn claim(
     let r = sqlx::query(
         "WITH claimed AS ( \
              UPDATE revision_rounds SET state = 'dispatching', state_reason = NULL, \
-                 lease_until = now() + make_interval(secs => $3::float8), dispatch_attempts = dispatch_attempts + 1 \
+                 lease_until = now() + make_interval(secs => $3::float8), dispatch_attempts = dispatch_attempts + 1, \
+                 dispatch_started_at = COALESCE(dispatch_started_at, now()) \
              WHERE job_id = $1 AND round = $2 RETURNING *) \
          SELECT c.round, c.trigger, c.requested_by, c.findings, c.request, c.prompt_sha256, c.dispatch_attempts, \
+                c.dispatch_started_at, c.base_sha, \
                 j.id, j.query_source, j.tables, j.max_duration_seconds, j.prompt_token, j.pr_number, j.prompt \
          FROM claimed c JOIN jobs j ON j.id = c.job_id",
     )
@@ -187,6 +196,8 @@ pub(crate) async fn claim(
             .unwrap_or_default(),
         prompt_sha256: r.try_get("prompt_sha256")?,
         attempts: r.try_get("dispatch_attempts")?,
+        started_at: r.try_get("dispatch_started_at")?,
+        base_sha: r.try_get("base_sha")?,
     })
 }
 
@@ -266,7 +277,7 @@ pub(crate) async fn end_round(
             .await?;
             ended.job_moved_to = Some(JobState::RejectedByReview);
         }
-        RoundEnd::Failed | RoundEnd::Expired if ai_round_gates => {
+        RoundEnd::Failed | RoundEnd::Expired | RoundEnd::Refused if ai_round_gates => {
             sqlx::query(
                 "UPDATE jobs SET state = 'in_review', state_reason = $2, updated_at = now(), \
                      reviewers_state = COALESCE(reviewers_state, 'pending') WHERE id = $1",
