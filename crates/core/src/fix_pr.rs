@@ -31,6 +31,50 @@ pub struct FixFacts<'a> {
     pub duration_seconds: Option<f64>,
     pub pattern: Option<&'a str>,
     pub run_url: Option<&'a str>,
+    /// What the agent says it did, already made safe by
+    /// [`crate::agent_run::untrusted_summary`]; quoted, never trusted.
+    pub summary: Option<&'a str>,
+}
+
+/// The trailer naming the round a commit answers.
+pub const ROUND_TRAILER: &str = "Longtx-Round";
+
+/// The commit longtx makes from round `round`'s patch: headline and body,
+/// with the trailers that tie it to its job and round, the pattern, and the
+/// agent as co-author (its work, committed by longtx).
+pub fn commit_message(
+    job_id: i64,
+    round: u32,
+    query_source: &str,
+    pattern: Option<&str>,
+    agent: Option<&str>,
+) -> (String, String) {
+    let source = one_line(query_source);
+    let headline = if round == 0 {
+        format!("Shorten the long transaction in {source}")
+    } else {
+        format!("Answer review round {round} on {source}")
+    };
+    let headline: String = headline.chars().take(MAX_TITLE_CHARS).collect();
+    let mut body = format!("{JOB_TRAILER}: {job_id}\n{ROUND_TRAILER}: {round}\n");
+    if let Some(pattern) = pattern {
+        body.push_str(&format!("{PATTERN_TRAILER}: {pattern}\n"));
+    }
+    let agent = agent
+        .filter(|a| !a.is_empty() && a.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        .unwrap_or("agent");
+    body.push_str(&format!(
+        "Co-authored-by: longtx {agent} agent <longtx-agent@users.noreply.github.com>\n"
+    ));
+    (headline, body)
+}
+
+/// True when `message` is the commit longtx makes for round `round` of
+/// `job_id` (both trailers present and equal).
+pub fn is_round_commit(message: &str, job_id: i64, round: u32) -> bool {
+    let messages = [message.to_owned()];
+    trailer(&messages, JOB_TRAILER).as_deref() == Some(job_id.to_string().as_str())
+        && trailer(&messages, ROUND_TRAILER).as_deref() == Some(round.to_string().as_str())
 }
 
 pub fn title(facts: &FixFacts<'_>) -> String {
@@ -73,6 +117,12 @@ pub fn body(facts: &FixFacts<'_>) -> String {
         .filter(|u| u.starts_with("https://") || u.starts_with("http://"))
     {
         lines.push(format!("- Agent run: {url}"));
+    }
+    if let Some(summary) = facts.summary.map(str::trim).filter(|s| !s.is_empty()) {
+        lines.push("- What the agent says it did:".to_owned());
+        lines.push(String::new());
+        lines.extend(summary.lines().map(|l| format!("  > {l}")));
+        lines.push(String::new());
     }
     lines.push(format!(
         "- Not worth fixing? Add the label `{}`: longtx drops these commits and ignores the source from then on.",
@@ -136,7 +186,22 @@ mod tests {
             duration_seconds: Some(312.4),
             pattern: Some("http-call-inside-transaction"),
             run_url: Some("https://github.com/acme/app/actions/runs/7"),
+            summary: Some("Moved the HTTP call after commit."),
         }
+    }
+
+    #[test]
+    fn longtx_commits_carry_job_round_pattern_and_agent() {
+        let (headline, body) = commit_message(42, 1, "a#b", Some("p-q"), Some("claude"));
+        assert_eq!(headline, "Answer review round 1 on a#b");
+        let message = format!("{headline}\n\n{body}");
+        assert!(is_round_commit(&message, 42, 1));
+        assert!(!is_round_commit(&message, 42, 0));
+        assert!(!is_round_commit(&message, 4, 1));
+        assert_eq!(pattern_of(&[message.clone()]).as_deref(), Some("p-q"));
+        assert!(body.contains("Co-authored-by: longtx claude agent <"));
+        let (_, odd) = commit_message(42, 0, "a#b", None, Some("x\nCo-authored-by: me"));
+        assert!(odd.contains("longtx agent agent"), "{odd}");
     }
 
     #[test]

@@ -132,16 +132,25 @@ pub enum Action {
 
 /// The verdict recorded when a head waited past the timeout.
 pub fn timed_out(head_sha: &str, timeout: std::time::Duration) -> Verdict {
+    no_verdict(
+        head_sha,
+        format!(
+            "no verdict within {} minutes of the review being requested; people are asked instead",
+            timeout.as_secs().div_ceil(60)
+        ),
+    )
+}
+
+/// The verdict recorded when a review run gave none (it failed, or its
+/// result was missing or unreadable): people are asked, with `why`.
+pub fn no_verdict(head_sha: &str, why: String) -> Verdict {
     Verdict {
         head_sha: head_sha.to_owned(),
         addresses_bottleneck: false,
         minimal_change: false,
         preserves_behaviour: false,
         verdict: Outcome::NoVerdict,
-        reasons: vec![format!(
-            "no verdict within {} minutes of the review being requested; people are asked instead",
-            timeout.as_secs().div_ceil(60)
-        )],
+        reasons: vec![why],
         findings: Vec::new(),
     }
 }

@@ -159,14 +159,41 @@ impl<G: GitHub> Dispatcher<G> {
                 return self.fail_or_leave(&job, err, &record).await;
             }
         };
+        let mut job = job;
+        if let Err(err) = self.pin_base(github, &mut job, &git_ref).await {
+            let (_, record) = self.request(&job, &git_ref);
+            return self.fail_or_leave(&job, err, &record).await;
+        }
         let (dispatch, record) = self.request(&job, &git_ref);
         match self
-            .send(github, &dispatch, Target::Job(job.id), job.attempts)
+            .send(github, &dispatch, Target::Job(job.id), job.attempts, job.started_at)
             .await
         {
             Ok((run, outcome)) => self.record(&job, run, &record, outcome).await,
             Err(err) => self.fail_or_leave(&job, err, &record).await,
         }
+    }
+
+    /// Pins the commit the run starts from (the ref's head now; a retried
+    /// claim keeps the one pinned first), so longtx knows what the run's
+    /// patch applies to without believing the run.
+    async fn pin_base(&self, github: &G, job: &mut ClaimedJob, git_ref: &str) -> Result<(), GitHubError> {
+        if job.base_sha.is_some() {
+            return Ok(());
+        }
+        let head = github
+            .branch_head(&self.settings.repo, git_ref)
+            .await?
+            .ok_or_else(|| GitHubError::Refused {
+                status: 404,
+                message: format!("the dispatch ref {git_ref} is not a branch of {}", self.settings.repo),
+            })?;
+        job.base_sha = self
+            .store
+            .pin_job_base(job.id, &head)
+            .await
+            .map_err(|e| GitHubError::Unavailable(format!("pinning the base commit: {e}")))?;
+        Ok(())
     }
 
     /// Sends a dispatch with the crash-safe lookup around it: when an
@@ -180,9 +207,10 @@ impl<G: GitHub> Dispatcher<G> {
         dispatch: &Dispatch,
         target: Target,
         attempts: i32,
+        started_at: chrono::DateTime<chrono::Utc>,
     ) -> Result<(Option<Run>, &'static str), GitHubError> {
         if attempts > 1 {
-            if let Some(run) = self.existing(github, target).await? {
+            if let Some(run) = self.existing(github, target, started_at).await? {
                 return Ok((Some(run), "found the run of an earlier attempt"));
             }
         }
@@ -216,7 +244,7 @@ impl<G: GitHub> Dispatcher<G> {
                     attempt += 1;
                     // A 5xx or a time-out may still have created the run.
                     if let GitHubError::Unavailable(_) = err {
-                        if let Ok(Some(run)) = self.existing(github, target).await {
+                        if let Ok(Some(run)) = self.existing(github, target, started_at).await {
                             return Ok((Some(run), "found the run after an error"));
                         }
                     }
@@ -236,21 +264,41 @@ impl<G: GitHub> Dispatcher<G> {
     }
 
     async fn existing_run(&self, github: &G, job_id: i64) -> Result<Option<Run>, GitHubError> {
-        self.existing(github, Target::Job(job_id)).await
+        let started_at = match self.store.dispatched_run(job_id, 0).await {
+            Ok(Some(d)) => d.started_at,
+            Ok(None) => None,
+            Err(e) => return Err(GitHubError::Unavailable(format!("reading the dispatch: {e}"))),
+        };
+        let Some(started_at) = started_at else { return Ok(None) };
+        self.existing(github, Target::Job(job_id), started_at).await
     }
 
-    /// The run already dispatched for `target`, found by its name.
+    /// The run already dispatched for `target`, found by its name and tied
+    /// to the dispatch: the configured workflow, a `workflow_dispatch` run
+    /// of the target repository, created after `started_at`. A title alone
+    /// (which anyone's CI run can carry) ties nothing.
     pub(crate) async fn existing(
         &self,
         github: &G,
         target: Target,
+        started_at: chrono::DateTime<chrono::Utc>,
     ) -> Result<Option<Run>, GitHubError> {
         let runs = github
             .recent_runs(&self.settings.repo, &self.settings.workflow)
             .await?;
-        Ok(runs.into_iter().find(|run| match target {
-            Target::Job(id) => run_is_for_job(run, id),
-            Target::Round(id, round) => run_is_for_round(run, id, round),
+        let repo = self.settings.repo.to_string();
+        let dispatched = longtx_core::agent_run::Dispatched {
+            run_id: None,
+            workflow_file: &self.settings.workflow,
+            repo: &repo,
+            started_at,
+        };
+        Ok(runs.into_iter().find(|run| {
+            let named = match target {
+                Target::Job(id) => run_is_for_job(run, id),
+                Target::Round(id, round) => run_is_for_round(run, id, round),
+            };
+            named && longtx_core::agent_run::check(&dispatched, &run.observed(), true).is_ok()
         }))
     }
 
@@ -396,6 +444,10 @@ pub fn fix_inputs(job: &ClaimedJob, public_url: &str) -> BTreeMap<String, String
     );
     inputs.insert("prompt_sha256".to_owned(), job.prompt_sha256.clone());
     inputs.insert("prompt_token".to_owned(), job.prompt_token.clone());
+    inputs.insert(
+        "base_sha".to_owned(),
+        job.base_sha.clone().unwrap_or_default(),
+    );
     inputs
 }
 

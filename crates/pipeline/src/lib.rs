@@ -8,7 +8,9 @@ mod pr_opener;
 mod pre_review;
 mod prompts;
 mod requests;
+mod results;
 mod reviewers;
+mod round_results;
 mod rounds;
 mod wontfix;
 mod workers;
@@ -18,6 +20,7 @@ pub use ignore::LiveIgnoreList;
 pub use pr_opener::{spawn_pr_opener, AfterOpen, PrOpenQueue, PrOpenSettings};
 pub use pre_review::{pre_review_inputs, spawn_pre_reviewer, PreReviewQueue, PreReviewSettings};
 pub use prompts::{facts_of, spawn_prompt_worker, PromptQueue};
+pub use results::ResultSettings;
 pub use requests::{spawn_request_worker, RequestQueue, RequestSettings};
 pub use reviewers::{
     comment_marker, configured_login, history_reason, owner_candidates, spawn_reviewer,

@@ -1,20 +1,27 @@
-//! The PR opener: once an agent run has ended well, longtx opens the fix PR
-//! with its own credentials (so the repository's CI runs on it, which a PR
-//! opened with the Actions token would not get).
+//! The PR opener: once the agent run longtx dispatched has ended well,
+//! longtx commits what it proposed and opens the fix PR with its own
+//! credentials (so the repository's CI runs on it, which a PR opened with
+//! the Actions token would not get). Revision rounds' results are applied
+//! here too (`apply_rounds`): one place turns a run's patch into a commit.
 //!
 //! Per claimed job, with no connection held:
 //! 1. look for a PR whose head is `longtx/<job>` in any state: a retry, a
 //!    redelivery or a person may have opened it already;
-//! 2. else compare the branch with the base: no branch, or nothing ahead,
-//!    ends the job `no_pr` with the run's link;
-//! 3. else make sure the label exists, open the PR, label it.
+//! 2. unless round 0's commit is recorded: download the run's result, check
+//!    the patch, create `longtx/<job>` at the pinned base and commit onto it
+//!    (`expectedHeadOid`), then record the commit in a short transaction;
+//!    nothing to commit, or a refused patch, ends the job `no_pr` with why;
+//! 3. make sure the label exists, open the PR, label it.
 //!
 //! Then one short transaction records the PR as a webhook would. GitHub
 //! refuses a second open PR for the same head, and step 1 runs on every
-//! attempt, so a crash anywhere never opens two.
+//! attempt, so a crash anywhere never opens two; the commit is guarded by
+//! `expectedHeadOid` and the recorded commit, so it is never made twice.
 
+use crate::results::{self, Fetched, Proposal, ResultSettings};
 use crate::PreReviewQueue;
 use crate::ReviewQueue;
+use longtx_core::agent_run::{FixResult, PATCH_FILE, RESULT_FILE};
 use longtx_core::fix_pr::{self, FixFacts, FIX_LABEL};
 use longtx_core::github_events::{PrEvent, ReviewGate};
 use longtx_github::{GitHub, GitHubError, NewPull, PullSummary, RepoName};
@@ -34,6 +41,8 @@ pub struct PrOpenSettings {
     pub gate: ReviewGate,
     pub lease: Duration,
     pub idle_poll: Duration,
+    /// How results are downloaded, checked and applied.
+    pub results: ResultSettings,
 }
 
 /// Wakes the opener when a run has ended well.
@@ -74,11 +83,11 @@ pub fn spawn_pr_opener<G: GitHub>(
     queue
 }
 
-struct Opener<G> {
-    store: Store,
-    settings: PrOpenSettings,
-    github: Arc<G>,
-    after: AfterOpen,
+pub(crate) struct Opener<G> {
+    pub(crate) store: Store,
+    pub(crate) settings: PrOpenSettings,
+    pub(crate) github: Arc<G>,
+    pub(crate) after: AfterOpen,
     wake: Arc<Notify>,
     default_branch: OnceCell<String>,
 }
@@ -92,6 +101,7 @@ enum Found {
 impl<G: GitHub> Opener<G> {
     async fn run(self) {
         loop {
+            self.apply_rounds().await;
             match self.store.claim_pr_open(self.settings.lease).await {
                 Ok(Some(claim)) => {
                     let span = tracing::info_span!("open_pr", job_id = claim.job_id, query_source = %claim.query_source);
@@ -141,6 +151,13 @@ impl<G: GitHub> Opener<G> {
             None => self.base().await?,
         };
         let run = claim.run_url.as_deref().unwrap_or("its run");
+        let mut summary = claim.agent_summary.clone();
+        if claim.fix_commit_sha.is_none() {
+            match self.commit_result(claim, &base).await? {
+                Ok(said) => summary = Some(said),
+                Err(why) => return Ok(Found::NoBranch(format!("{why} ({run})"))),
+            }
+        }
         let Some(comparison) = self.github.compare(repo, &base, &branch).await? else {
             return Ok(Found::NoBranch(format!(
                 "the agent run ended without pushing {branch} ({run})"
@@ -159,6 +176,7 @@ impl<G: GitHub> Opener<G> {
             duration_seconds: claim.max_duration_seconds,
             pattern: pattern.as_deref(),
             run_url: claim.run_url.as_deref(),
+            summary: summary.as_deref(),
         };
         let new = NewPull {
             title: fix_pr::title(&facts),
@@ -190,6 +208,111 @@ impl<G: GitHub> Opener<G> {
             .await?;
         tracing::info!(pr = pull.number, "fix PR opened");
         Ok(Found::Pull(pull, pattern))
+    }
+
+    /// Round 0's result becomes longtx's commit on `longtx/<job>`: the
+    /// agent's summary, or (inner `Err`) why there is nothing to open a PR
+    /// from. Transient GitHub and git failures are the outer `Err`, retried
+    /// after the lease.
+    async fn commit_result(
+        &self,
+        claim: &PrOpenClaim,
+        base_branch: &str,
+    ) -> Result<Result<String, String>, GitHubError> {
+        let repo = &self.settings.repo;
+        let (Some(run_id), Some(base)) = (claim.run_id, claim.base_sha.as_deref()) else {
+            return Ok(Err(
+                "longtx recorded no run id or base commit for this job's run".to_owned()
+            ));
+        };
+        let max = self.settings.results.max_artifact_bytes();
+        let files = match results::fetch_result(self.github.as_ref(), repo, run_id as u64, max).await? {
+            Fetched::Files(files) => files,
+            Fetched::Missing(why) => return Ok(Err(why)),
+        };
+        let result = match FixResult::parse(&files[RESULT_FILE]) {
+            Ok(result) => result,
+            Err(e) => return Ok(Err(format!("run {run_id}: {e}"))),
+        };
+        self.record_cost(claim.job_id, run_id as u64, 0, &result.cost).await;
+        if result.base != base {
+            return Ok(Err(format!(
+                "run {run_id} started from {}, not the commit longtx pinned ({base})",
+                result.base
+            )));
+        }
+        let patch = files.get(PATCH_FILE).map(Vec::as_slice).unwrap_or_default();
+        let branch = fix_pr::branch_of(claim.job_id);
+        let changes = match results::prepare(
+            self.github.as_ref(),
+            &self.settings.results,
+            base_branch,
+            base,
+            patch,
+        )
+        .await
+        {
+            Ok(Proposal::Commit(changes)) => changes,
+            Ok(Proposal::Empty) => {
+                let said = if result.summary.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!("; it said: {}", longtx_core::text::one_line(&result.summary))
+                };
+                return Ok(Err(format!("the agent changed nothing{said}")));
+            }
+            Ok(Proposal::Refused(why)) => {
+                tracing::warn!(%why, "the agent's patch was refused");
+                return Ok(Err(format!("the patch was refused: {why}")));
+            }
+            Err(results::ApplyError::GitHub(e)) => return Err(e),
+            Err(results::ApplyError::Git(e)) => return Err(GitHubError::Unavailable(e.to_string())),
+        };
+        self.github.create_branch(repo, &branch, base).await?;
+        let message = fix_pr::commit_message(
+            claim.job_id,
+            0,
+            &claim.query_source,
+            result.pattern.as_deref(),
+            result.cost.agent.as_deref(),
+        );
+        let sha = match results::commit(
+            self.github.as_ref(),
+            repo,
+            &branch,
+            base,
+            message,
+            changes,
+            (claim.job_id, 0),
+        )
+        .await
+        {
+            Ok(sha) => sha,
+            Err(GitHubError::Refused { status: 409, message }) => return Ok(Err(message)),
+            Err(e) => return Err(e),
+        };
+        tracing::info!(commit = %sha, "longtx committed the agent's patch");
+        if let Err(e) = self
+            .store
+            .record_fix_commit(claim.job_id, &sha, &result.summary)
+            .await
+        {
+            // The next attempt finds the commit on the branch and adopts it.
+            tracing::warn!(error = %e, "recording the commit failed");
+        }
+        Ok(Ok(result.summary))
+    }
+
+    /// Keeps what the run said it cost (tied to the run longtx dispatched);
+    /// unbelievable figures are logged and dropped.
+    pub(crate) async fn record_cost(
+        &self,
+        job_id: i64,
+        run_id: u64,
+        round: u32,
+        cost: &longtx_core::agent_run::RunCost,
+    ) {
+        record_cost(&self.store, job_id, run_id, round, cost).await
     }
 
     /// The newest PR for the branch, open ones first.
@@ -254,5 +377,24 @@ impl<G: GitHub> Opener<G> {
                 tracing::warn!(error = %e, "recording the PR failed; the next attempt finds it")
             }
         }
+    }
+}
+
+/// Keeps a run's cost as its report; figures that cannot be right are
+/// logged and dropped.
+pub(crate) async fn record_cost(
+    store: &Store,
+    job_id: i64,
+    run_id: u64,
+    round: u32,
+    cost: &longtx_core::agent_run::RunCost,
+) {
+    match cost.report(run_id, round) {
+        Ok(report) => {
+            if let Err(e) = store.record_run_report(job_id, &report).await {
+                tracing::warn!(error = %e, "recording the run's cost failed");
+            }
+        }
+        Err(why) => tracing::warn!(%why, run_id, "the run's cost figures were not believable; dropped"),
     }
 }

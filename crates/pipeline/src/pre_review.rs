@@ -1,10 +1,16 @@
 //! The pre-review worker: dispatches the reviewing workflow once per head
-//! commit of a fix PR, and closes PRs whose verdict failed (a comment with
-//! the reasons, then the close). Each step claims in one statement, calls
-//! GitHub with no connection held, and records in another.
+//! commit of a fix PR, reads the verdict from the run's `longtx-result`
+//! artifact once the run longtx dispatched has ended, and closes PRs whose
+//! verdict failed (a comment with the reasons, then the close). Each step
+//! claims in one statement, calls GitHub with no connection held, and
+//! records in another.
 
 use crate::comments::comment_once;
-use longtx_core::pre_review::{rejection_comment, rejection_marker, timed_out, PreReviewMode};
+use crate::results::{fetch_result, Fetched};
+use longtx_core::agent_run::{self, ReviewResult, RESULT_FILE};
+use longtx_core::pre_review::{
+    no_verdict, rejection_comment, rejection_marker, timed_out, PreReviewMode, Verdict,
+};
 use longtx_github::{pre_review_run_marker, retry, Dispatch, GitHub, GitHubError, RepoName, Run};
 use longtx_store::{CloseClaim, PreReviewClaim, Store};
 use std::collections::BTreeMap;
@@ -29,6 +35,11 @@ pub struct PreReviewSettings {
     pub mode: PreReviewMode,
     /// `LONGTX_MAX_REVISIONS`: rounds the pre-review may start on one PR.
     pub max_revisions: u32,
+    /// How often running review runs are looked at when no webhook says
+    /// one ended.
+    pub run_poll: Duration,
+    /// The largest result artifact read.
+    pub max_artifact_bytes: u64,
 }
 
 /// Wakes the worker when a PR waits for a run or a verdict failed.
@@ -70,6 +81,7 @@ struct Worker<G> {
 
 impl<G: GitHub> Worker<G> {
     async fn run(self) {
+        let mut last_collect: Option<tokio::time::Instant> = None;
         loop {
             let mut worked = false;
             match self.store.claim_pre_review(self.settings.lease).await {
@@ -90,10 +102,15 @@ impl<G: GitHub> Worker<G> {
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "could not claim a PR to close"),
             }
+            if last_collect.is_none_or(|t| t.elapsed() >= self.settings.run_poll) {
+                self.collect_verdicts().await;
+                last_collect = Some(tokio::time::Instant::now());
+            }
             self.expire_overdue().await;
             if !worked {
                 tokio::select! {
-                    _ = self.wake.notified() => {}
+                    // A webhook said a review run ended: look at once.
+                    _ = self.wake.notified() => last_collect = None,
                     _ = tokio::time::sleep(self.settings.idle_poll) => {}
                 }
             }
@@ -130,20 +147,111 @@ impl<G: GitHub> Worker<G> {
         }
     }
 
+    /// Reads the verdict of every review run that ended: from the run
+    /// longtx dispatched (found by name, and tied, when the dispatch gave no
+    /// id), from its artifact. A run that failed or left no readable
+    /// verdict asks people, with why.
+    async fn collect_verdicts(&self) {
+        let running = match self.store.running_pre_reviews().await {
+            Ok(running) => running,
+            Err(e) => return tracing::warn!(error = %e, "listing running pre-reviews failed"),
+        };
+        let repo = &self.settings.repo;
+        for review in running {
+            let span = tracing::info_span!("pre_review_result", job_id = review.job_id, query_source = %review.query_source);
+            async {
+                let run = match review.run_id {
+                    Some(id) => self.github.run(repo, id as u64).await.ok(),
+                    None => {
+                        let found = match review.started_at {
+                            Some(at) => self.existing(&pre_review_run_marker(review.job_id, &review.head_sha), at).await.ok().flatten(),
+                            None => None,
+                        };
+                        if let Some(run) = &found {
+                            let _ = self.store.set_pre_review_run(review.job_id, &review.head_sha, run.id as i64).await;
+                        }
+                        found
+                    }
+                };
+                let Some(run) = run.filter(|r| r.status.as_deref() == Some("completed")) else {
+                    return;
+                };
+                let verdict = match self.verdict_of(&run, &review.head_sha, review.job_id).await {
+                    Ok(verdict) => verdict,
+                    Err(e) => return tracing::warn!(error = %e, "reading the review's result failed; retried"),
+                };
+                match self
+                    .store
+                    .record_verdict(review.job_id, &verdict, self.settings.mode, self.settings.max_revisions)
+                    .await
+                {
+                    Ok(applied) => tracing::info!(head = %review.head_sha, verdict = ?verdict.verdict, ?applied, "pre-review verdict"),
+                    Err(e) => tracing::warn!(error = %e, "recording the verdict failed; retried"),
+                }
+            }
+            .instrument(span)
+            .await;
+        }
+    }
+
+    /// The verdict a completed review run left, or a "no verdict" saying
+    /// why there is none.
+    async fn verdict_of(&self, run: &Run, head: &str, job_id: i64) -> Result<Verdict, GitHubError> {
+        let url = run.html_url.as_deref().unwrap_or("its run");
+        if run.conclusion.as_deref() != Some("success") {
+            return Ok(no_verdict(
+                head,
+                format!(
+                    "the review run ended {} without a verdict ({url}); people are asked instead",
+                    run.conclusion.as_deref().unwrap_or("with no conclusion")
+                ),
+            ));
+        }
+        let files = match fetch_result(self.github.as_ref(), &self.settings.repo, run.id, self.settings.max_artifact_bytes).await? {
+            Fetched::Files(files) => files,
+            Fetched::Missing(why) => return Ok(no_verdict(head, format!("{why}; people are asked instead"))),
+        };
+        let result = match ReviewResult::parse(&files[RESULT_FILE]) {
+            Ok(result) => result,
+            Err(e) => return Ok(no_verdict(head, format!("run {}: {e}; people are asked instead", run.id))),
+        };
+        crate::pr_opener::record_cost(&self.store, job_id, run.id, 0, &result.cost).await;
+        if let Err(e) = result.verdict.validate() {
+            return Ok(no_verdict(head, format!("run {}'s verdict is not usable ({e}); people are asked instead", run.id)));
+        }
+        Ok(result.verdict)
+    }
+
+    /// A review run already dispatched under `marker`, tied to the
+    /// dispatch (workflow, trigger, repository, created after `started_at`).
+    async fn existing(
+        &self,
+        marker: &str,
+        started_at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<Run>, GitHubError> {
+        let runs = self
+            .github
+            .recent_runs(&self.settings.repo, &self.settings.workflow)
+            .await?;
+        let repo = self.settings.repo.to_string();
+        let dispatched = agent_run::Dispatched {
+            run_id: None,
+            workflow_file: &self.settings.workflow,
+            repo: &repo,
+            started_at,
+        };
+        Ok(runs.into_iter().find(|r| {
+            r.display_title.as_deref().is_some_and(|t| t.contains(marker))
+                && agent_run::check(&dispatched, &r.observed(), true).is_ok()
+        }))
+    }
+
     async fn dispatch(&self, claim: PreReviewClaim) {
         let marker = pre_review_run_marker(claim.job_id, &claim.head_sha);
         let result = async {
             // An earlier attempt may have dispatched and died before recording.
             if claim.attempts > 1 {
-                let runs = self
-                    .github
-                    .recent_runs(&self.settings.repo, &self.settings.workflow)
-                    .await?;
-                if let Some(run) = runs.into_iter().find(|r| {
-                    r.display_title
-                        .as_deref()
-                        .is_some_and(|t| t.contains(&marker))
-                }) {
+                if let Some(run) = self.existing(&marker, claim.started_at).await? {
                     return Ok(Some(run));
                 }
             }
@@ -262,10 +370,6 @@ pub fn pre_review_inputs(claim: &PreReviewClaim, public_url: &str) -> BTreeMap<S
         (
             "prompt_url",
             format!("{base}/api/jobs/{}/prompt", claim.job_id),
-        ),
-        (
-            "verdict_url",
-            format!("{base}/api/jobs/{}/pre-review", claim.job_id),
         ),
         ("prompt_token", claim.prompt_token.clone()),
     ]

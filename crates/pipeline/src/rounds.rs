@@ -4,11 +4,11 @@
 //!
 //! 1. The first claim renders the round's prompt (the PR's files are a
 //!    GitHub call, made with no connection held) and stores it.
-//! 2. The fix workflow is dispatched with `round` and the findings; it
-//!    checks out `longtx/<job>` and pushes onto it.
-//! 3. When the run has ended well, the branch head tells whether the round
-//!    pushed; the store then schedules the new head's pre-review, or ends
-//!    what a round that changed nothing ends.
+//! 2. The branch head is pinned as the round's base, and the fix workflow
+//!    is dispatched with `round`, the findings and `base_sha`; it checks
+//!    that commit out and uploads its patch (it cannot push).
+//! 3. When the run has ended well, the round waits in `checking` until the
+//!    PR opener applies its result (`round_results.rs`).
 
 use crate::dispatch::{count_dispatch, Dispatcher, Target};
 use longtx_github::{Dispatch, GitHub, GitHubError};
@@ -44,7 +44,25 @@ impl<G: GitHub> Dispatcher<G> {
                     None => return Ok(None),
                 },
             };
-            let inputs = round_inputs(&round, &self.settings.public_url, &sha);
+            let branch = longtx_core::fix_pr::branch_of(round.job_id);
+            let base = match &round.base_sha {
+                Some(base) => Some(base.clone()),
+                None => match github.branch_head(&self.settings.repo, &branch).await? {
+                    Some(head) => self
+                        .store
+                        .pin_round_base(round.job_id, round.round, &head)
+                        .await
+                        .map_err(|e| GitHubError::Unavailable(format!("pinning the base: {e}")))?,
+                    None => {
+                        return Err(GitHubError::Refused {
+                            status: 404,
+                            message: format!("{branch} no longer exists"),
+                        })
+                    }
+                },
+            };
+            let Some(base) = base else { return Ok(None) };
+            let inputs = round_inputs(&round, &self.settings.public_url, &sha, &base);
             let dispatch = Dispatch {
                 workflow: self.settings.workflow.clone(),
                 git_ref,
@@ -56,6 +74,7 @@ impl<G: GitHub> Dispatcher<G> {
                     &dispatch,
                     Target::Round(round.job_id, round.round),
                     round.attempts,
+                    round.started_at,
                 )
                 .await?;
             Ok::<_, GitHubError>(Some((sent, dispatch)))
@@ -167,11 +186,17 @@ impl<G: GitHub> Dispatcher<G> {
             }
             let run = match run_id {
                 Some(id) => github.run(&self.settings.repo, id as u64).await.ok(),
-                None => self
-                    .existing(github, Target::Round(job_id, round))
-                    .await
-                    .ok()
-                    .flatten(),
+                None => match self.store.dispatched_run(job_id, round).await {
+                    Ok(Some(longtx_store::DispatchedRun {
+                        started_at: Some(started_at),
+                        ..
+                    })) => self
+                        .existing(github, Target::Round(job_id, round), started_at)
+                        .await
+                        .ok()
+                        .flatten(),
+                    _ => None,
+                },
             };
             let Some(run) = run.filter(|r| r.status.as_deref() == Some("completed")) else {
                 continue;
@@ -189,25 +214,6 @@ impl<G: GitHub> Dispatcher<G> {
                 .record_round_run_completed(job_id, round, conclusion == "success", &detail)
                 .await;
             log_end(job_id, round, ended);
-        }
-        let checking = match self.store.rounds_to_check().await {
-            Ok(checking) => checking,
-            Err(e) => return tracing::warn!(error = %e, "listing rounds to check failed"),
-        };
-        for (job_id, round) in checking {
-            let branch = longtx_core::fix_pr::branch_of(job_id);
-            match github.branch_head(&self.settings.repo, &branch).await {
-                Ok(head) => {
-                    let ended = self
-                        .store
-                        .record_round_head(job_id, round, head.as_deref())
-                        .await;
-                    log_end(job_id, round, ended);
-                }
-                Err(e) => {
-                    tracing::warn!(job_id, round, error = %e, "reading the branch head failed; retried")
-                }
-            }
         }
     }
 }
@@ -242,6 +248,7 @@ pub fn round_inputs(
     round: &RoundClaim,
     public_url: &str,
     prompt_sha256: &str,
+    base_sha: &str,
 ) -> BTreeMap<String, String> {
     let base = public_url.trim_end_matches('/');
     let findings: Vec<String> = round.findings.iter().map(|f| f.one_line()).collect();
@@ -275,6 +282,7 @@ pub fn round_inputs(
         ),
         ("prompt_sha256", prompt_sha256.to_owned()),
         ("prompt_token", round.prompt_token.clone()),
+        ("base_sha", base_sha.to_owned()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))

@@ -1,0 +1,186 @@
+//! A run's result, from the run longtx dispatched to a commit longtx made:
+//! download the `longtx-result` artifact with longtx's own credentials,
+//! check the patch against the policy, apply it onto the round's base in
+//! the mirror, and commit it through `createCommitOnBranch`. Nothing here
+//! touches the database: callers claim before and record after, with no
+//! connection held across these calls.
+
+use longtx_core::agent_run::{RESULT_ARTIFACT, RESULT_FILE};
+use longtx_core::fix_pr::is_round_commit;
+use longtx_core::patch_policy::{self, PatchPolicy};
+use longtx_git::patch::Changes;
+use longtx_git::Mirror;
+use longtx_github::{FileAddition, GitHub, GitHubError, NewCommit, RepoName};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How results are fetched and checked.
+#[derive(Debug, Clone)]
+pub struct ResultSettings {
+    /// longtx's own mirror for applying patches (not shared with the
+    /// reviewer's, so fetches never race).
+    pub mirror: Mirror,
+    pub policy: PatchPolicy,
+    pub fetch_timeout: Duration,
+}
+
+impl ResultSettings {
+    /// The largest artifact downloaded: the patch cap, plus room for the
+    /// result file and the zip's own bytes.
+    pub fn max_artifact_bytes(&self) -> u64 {
+        self.policy.max_bytes as u64 + 1024 * 1024
+    }
+}
+
+/// What a run left for longtx.
+pub(crate) enum Fetched {
+    Files(BTreeMap<String, Vec<u8>>),
+    /// Nothing usable, and why (said on the job page).
+    Missing(String),
+}
+
+/// The files of run `run_id`'s `longtx-result` artifact.
+pub(crate) async fn fetch_result<G: GitHub>(
+    github: &G,
+    repo: &RepoName,
+    run_id: u64,
+    max_bytes: u64,
+) -> Result<Fetched, GitHubError> {
+    let artifacts = github.run_artifacts(repo, run_id).await?;
+    let Some(artifact) = artifacts.iter().find(|a| a.name == RESULT_ARTIFACT) else {
+        return Ok(Fetched::Missing(format!(
+            "run {run_id} uploaded no `{RESULT_ARTIFACT}` artifact: a workflow copied from an older \
+             longtx pushes its own branch, which longtx no longer takes; copy the shipped template \
+             again (README, Upgrading)"
+        )));
+    };
+    if artifact.expired {
+        return Ok(Fetched::Missing(format!(
+            "run {run_id}'s `{RESULT_ARTIFACT}` artifact expired before longtx read it"
+        )));
+    }
+    if artifact.size_in_bytes > max_bytes {
+        return Ok(Fetched::Missing(format!(
+            "run {run_id}'s result is {} bytes, over the {max_bytes} longtx reads (LONGTX_MAX_PATCH_BYTES)",
+            artifact.size_in_bytes
+        )));
+    }
+    let zip = match github.download_artifact(repo, artifact.id, max_bytes).await {
+        Ok(zip) => zip,
+        Err(GitHubError::Refused { status: 413, message }) => {
+            return Ok(Fetched::Missing(format!("run {run_id}'s result: {message}")))
+        }
+        Err(e) => return Err(e),
+    };
+    match longtx_github::zip::read(&zip, max_bytes as usize) {
+        Ok(files) if files.contains_key(RESULT_FILE) => Ok(Fetched::Files(files)),
+        Ok(_) => Ok(Fetched::Missing(format!(
+            "run {run_id}'s `{RESULT_ARTIFACT}` holds no {RESULT_FILE}"
+        ))),
+        Err(e) => Ok(Fetched::Missing(format!("run {run_id}'s result: {e}"))),
+    }
+}
+
+/// A patch, judged and applied.
+pub(crate) enum Proposal {
+    Commit(Changes),
+    /// The agent changed nothing.
+    Empty,
+    /// The policy (or the patch itself) refused it; why.
+    Refused(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ApplyError {
+    #[error(transparent)]
+    GitHub(#[from] GitHubError),
+    #[error("{0}")]
+    Git(#[from] longtx_git::GitError),
+}
+
+/// Checks `patch` against the policy, then applies it onto `base` in the
+/// mirror (fetching `branch`, which holds `base`).
+pub(crate) async fn prepare<G: GitHub>(
+    github: &G,
+    settings: &ResultSettings,
+    branch: &str,
+    base: &str,
+    patch: &[u8],
+) -> Result<Proposal, ApplyError> {
+    let files = match longtx_git::patch::files_of(patch) {
+        Ok(files) => files,
+        Err(e) => return Ok(Proposal::Refused(e.to_string())),
+    };
+    if let Err(refusal) = patch_policy::check(&settings.policy, patch.len(), &files) {
+        return Ok(Proposal::Refused(refusal.to_string()));
+    }
+    if files.is_empty() {
+        return Ok(Proposal::Empty);
+    }
+    let token = github.git_token().await?;
+    settings
+        .mirror
+        .fetch(branch, token.as_deref(), settings.fetch_timeout)
+        .await?;
+    let path = settings.mirror.path.clone();
+    let (base, patch) = (base.to_owned(), patch.to_vec());
+    let applied = tokio::task::spawn_blocking(move || {
+        let repo = longtx_git::open(&path)?;
+        longtx_git::patch::apply(&repo, &base, &patch)
+    })
+    .await
+    .map_err(|e| longtx_git::GitError::Invalid(format!("applying the patch stopped: {e}")))?;
+    match applied {
+        Ok(changes) if changes.is_empty() => Ok(Proposal::Empty),
+        Ok(changes) => Ok(Proposal::Commit(changes)),
+        Err(longtx_git::GitError::Invalid(why)) => Ok(Proposal::Refused(why)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Commits `changes` onto `branch` at `base` as round `round` of `job_id`.
+/// When the branch moved, the commit an earlier attempt made (its parent
+/// `base`, its trailers this job and round) is the answer; anything else on
+/// the branch is refused (409), never overwritten.
+pub(crate) async fn commit<G: GitHub>(
+    github: &G,
+    repo: &RepoName,
+    branch: &str,
+    base: &str,
+    (headline, body): (String, String),
+    changes: Changes,
+    (job_id, round): (i64, u32),
+) -> Result<String, GitHubError> {
+    let new = NewCommit {
+        branch: branch.to_owned(),
+        expected_head: base.to_owned(),
+        headline,
+        body,
+        additions: changes
+            .additions
+            .into_iter()
+            .map(|(path, contents)| FileAddition { path, contents })
+            .collect(),
+        deletions: changes.deletions,
+    };
+    match github.create_commit_on_branch(repo, &new).await {
+        Ok(sha) => Ok(sha),
+        Err(moved @ GitHubError::Refused { status: 409, .. }) => {
+            let Some(head) = github.branch_head(repo, branch).await? else {
+                return Err(moved);
+            };
+            match github.commit(repo, &head).await? {
+                Some(c) if c.parents == [base] && is_round_commit(&c.message, job_id, round) => {
+                    Ok(head)
+                }
+                _ => Err(GitHubError::Refused {
+                    status: 409,
+                    message: format!(
+                        "{branch} moved from {base} to {head}, a commit longtx did not make for this round"
+                    ),
+                }),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,158 @@
+//! Revision rounds' results: a round whose run ended well is applied like
+//! round 0's, onto the branch head pinned when it was dispatched. The new
+//! commit ends the round `pushed` (the job's head moves and the pre-review
+//! is scheduled for it); no change ends it `no_change`; a refused or
+//! missing result ends it `refused`, said on the PR and the job page.
+
+use crate::comments::comment_once;
+use crate::pr_opener::{record_cost, Opener};
+use crate::results::{self, ApplyError, Fetched, Proposal};
+use longtx_core::agent_run::{FixResult, PATCH_FILE, RESULT_FILE};
+use longtx_core::fix_pr;
+use longtx_github::{GitHub, GitHubError};
+use longtx_store::RoundToApply;
+use tracing::Instrument;
+
+/// What applying a round's result came to.
+enum Outcome {
+    Committed(String),
+    Unchanged,
+    Refused(String),
+}
+
+impl<G: GitHub> Opener<G> {
+    /// Applies every round whose run ended well; a failure is retried on
+    /// the next pass.
+    pub(crate) async fn apply_rounds(&self) {
+        let rounds = match self.store.rounds_to_apply().await {
+            Ok(rounds) => rounds,
+            Err(e) => return tracing::warn!(error = %e, "listing rounds to apply failed"),
+        };
+        for round in rounds {
+            let span = tracing::info_span!("apply_round", job_id = round.job_id, round = round.round, query_source = %round.query_source);
+            self.apply_round(round).instrument(span).await;
+        }
+    }
+
+    async fn apply_round(&self, round: RoundToApply) {
+        let outcome = match &round.commit_sha {
+            Some(sha) => Ok(Outcome::Committed(sha.clone())),
+            None => self.round_outcome(&round).await,
+        };
+        let ended = match outcome {
+            Ok(Outcome::Committed(sha)) => {
+                if let Err(e) = self.store.record_round_commit(round.job_id, round.round, &sha).await {
+                    return tracing::warn!(error = %e, "recording the round's commit failed; retried");
+                }
+                self.store.record_round_head(round.job_id, round.round, Some(&sha)).await
+            }
+            Ok(Outcome::Unchanged) => {
+                self.store
+                    .record_round_head(round.job_id, round.round, Some(&round.base_sha))
+                    .await
+            }
+            Ok(Outcome::Refused(why)) => {
+                // Said on the PR first (found again by its marker), then ended.
+                let marker = format!("<!-- longtx-round-refused: {} {} -->", round.job_id, round.round);
+                let body = format!(
+                    "Revision round {} proposed a change longtx did not commit: {why}.\n\nThe PR stays as it was.\n\n{marker}",
+                    round.round
+                );
+                let said = comment_once(
+                    self.github.as_ref(),
+                    &self.settings.repo,
+                    round.pr_number,
+                    2,
+                    &marker,
+                    &body,
+                )
+                .await;
+                if let Err(e) = said {
+                    return tracing::warn!(error = %e, "saying why the round was refused failed; retried");
+                }
+                self.store.refuse_round(round.job_id, round.round, &why).await
+            }
+            Err(e) => return tracing::warn!(error = %e, "applying the round's result failed; retried"),
+        };
+        match ended {
+            Ok(Some(ended)) => {
+                tracing::info!(end = ended.end.as_str(), job_moved_to = ?ended.job_moved_to, "revision round ended");
+                longtx_metrics::inc(
+                    "longtx_revision_round_ends_total",
+                    "Revision rounds ended, by how.",
+                    &[("end", ended.end.as_str())],
+                );
+                if ended.pre_review_scheduled || ended.job_moved_to.is_some() {
+                    if let Some(q) = &self.after.pre_reviews {
+                        q.poke();
+                    }
+                    if let Some(q) = &self.after.reviews {
+                        q.poke();
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "recording the round's end failed; retried"),
+        }
+    }
+
+    async fn round_outcome(&self, round: &RoundToApply) -> Result<Outcome, ApplyError> {
+        let repo = &self.settings.repo;
+        let Some(run_id) = round.run_id else {
+            return Ok(Outcome::Refused("longtx recorded no run id for the round".into()));
+        };
+        let max = self.settings.results.max_artifact_bytes();
+        let files = match results::fetch_result(self.github.as_ref(), repo, run_id as u64, max).await? {
+            Fetched::Files(files) => files,
+            Fetched::Missing(why) => return Ok(Outcome::Refused(why)),
+        };
+        let result = match FixResult::parse(&files[RESULT_FILE]) {
+            Ok(result) => result,
+            Err(e) => return Ok(Outcome::Refused(format!("run {run_id}: {e}"))),
+        };
+        record_cost(&self.store, round.job_id, run_id as u64, round.round, &result.cost).await;
+        if result.base != round.base_sha {
+            return Ok(Outcome::Refused(format!(
+                "run {run_id} started from {}, not the head longtx pinned ({})",
+                result.base, round.base_sha
+            )));
+        }
+        let branch = fix_pr::branch_of(round.job_id);
+        let patch = files.get(PATCH_FILE).map(Vec::as_slice).unwrap_or_default();
+        let changes = match results::prepare(
+            self.github.as_ref(),
+            &self.settings.results,
+            &branch,
+            &round.base_sha,
+            patch,
+        )
+        .await?
+        {
+            Proposal::Commit(changes) => changes,
+            Proposal::Empty => return Ok(Outcome::Unchanged),
+            Proposal::Refused(why) => return Ok(Outcome::Refused(why)),
+        };
+        let message = fix_pr::commit_message(
+            round.job_id,
+            round.round,
+            &round.query_source,
+            result.pattern.as_deref(),
+            result.cost.agent.as_deref(),
+        );
+        match results::commit(
+            self.github.as_ref(),
+            repo,
+            &branch,
+            &round.base_sha,
+            message,
+            changes,
+            (round.job_id, round.round),
+        )
+        .await
+        {
+            Ok(sha) => Ok(Outcome::Committed(sha)),
+            Err(GitHubError::Refused { status: 409, message }) => Ok(Outcome::Refused(message)),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
