@@ -84,6 +84,29 @@ pub struct WorkflowRun {
     pub conclusion: Option<String>,
     #[serde(default)]
     pub html_url: Option<String>,
+    /// `.github/workflows/<file>`, the trigger, the repository the run ran
+    /// on and when it was made: what ties it to a dispatch.
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub event: Option<String>,
+    #[serde(default)]
+    pub head_repository: Option<Repository>,
+    #[serde(default)]
+    pub created_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl WorkflowRun {
+    /// The facts [`crate::agent_run::check`] ties a run by.
+    pub fn observed(&self) -> crate::agent_run::Observed<'_> {
+        crate::agent_run::Observed {
+            run_id: self.id,
+            path: self.path.as_deref(),
+            event: self.event.as_deref(),
+            head_repository: self.head_repository.as_ref().map(|r| r.full_name.as_str()),
+            created_at: self.created_at,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -111,14 +111,13 @@ pub async fn get_prompt(
     let id = job_id(&id)?;
     let stored = state.store.job_prompt(id).await?;
     // The job's workflow run authenticates with the job's own token, which
-    // opens this one prompt; people use the webhook token.
-    let job_token_ok = stored
+    // opens this one prompt, and only while its run goes; people use the
+    // webhook token.
+    let job_token = stored
         .as_ref()
         .and_then(|s| s.prompt_token.as_deref())
         .is_some_and(|token| crate::auth::bearer_matches(&headers, token));
-    if !job_token_ok {
-        state.auth.check(&headers)?;
-    }
+    admit_run_or_person(&state, &headers, job_token, id, 0).await?;
     let stored = stored.ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
     match (stored.prompt, stored.prompt_error) {
         (Some(text), _) => Ok((
@@ -148,6 +147,31 @@ pub async fn get_prompt(
     }
 }
 
+/// A prompt fetch: the job's token while the round's run goes (a token
+/// read from a log later opens nothing), else a person's API token.
+async fn admit_run_or_person(
+    state: &AppState,
+    headers: &HeaderMap,
+    job_token: bool,
+    id: i64,
+    round: u32,
+) -> Result<(), ApiError> {
+    if job_token {
+        if state.store.prompt_open(id, round).await? {
+            return Ok(());
+        }
+        if state.auth.check(headers).is_err() {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "run_not_going",
+                "the job's token opens its prompt only while its run goes",
+            ));
+        }
+        return Ok(());
+    }
+    state.auth.check(headers)
+}
+
 /// A revision round's prompt, for its run (the job's token) or people.
 pub async fn get_round_prompt(
     State(state): State<AppState>,
@@ -159,13 +183,11 @@ pub async fn get_round_prompt(
         .parse()
         .map_err(|_| ApiError::bad_request("invalid_round", "a round is a whole number"))?;
     let stored = state.store.round_prompt(id, round).await?;
-    let job_token_ok = stored
+    let job_token = stored
         .as_ref()
         .and_then(|(_, token)| token.as_deref())
         .is_some_and(|token| crate::auth::bearer_matches(&headers, token));
-    if !job_token_ok {
-        state.auth.check(&headers)?;
-    }
+    admit_run_or_person(&state, &headers, job_token, id, round).await?;
     let (prompt, _) =
         stored.ok_or_else(|| ApiError::not_found(format!("no round {round} of job {id}")))?;
     let prompt = prompt.ok_or_else(|| {

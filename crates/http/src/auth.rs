@@ -114,31 +114,6 @@ fn presented_secret(value: &str) -> Option<String> {
     None
 }
 
-/// Writes a job's workflow run makes (a verdict, a run report) take the
-/// job's own token, or the API token when one is configured. Unlike reads,
-/// they change what longtx does (close PRs, hold dispatches): without an
-/// API token (loopback), only the job's token is taken.
-pub(crate) async fn job_run_only(
-    state: &crate::state::AppState,
-    headers: &axum::http::HeaderMap,
-    job_id: i64,
-) -> Result<(), crate::error::ApiError> {
-    let token = state
-        .store
-        .job_prompt(job_id)
-        .await?
-        .and_then(|p| p.prompt_token);
-    if token.as_deref().is_some_and(|t| bearer_matches(headers, t)) {
-        return Ok(());
-    }
-    if !state.auth.is_configured() {
-        return Err(crate::error::ApiError::unauthorized(
-            "send Authorization: Bearer <the job's prompt_token>",
-        ));
-    }
-    state.auth.check(headers)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

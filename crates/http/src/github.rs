@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use hmac::{Hmac, Mac};
+use longtx_core::agent_run::{self, Dispatched};
 use longtx_core::github_events::ReviewGate;
 use longtx_core::github_events::{
     correlate, job_and_round_of_run, Correlation, IssueCommentEvent, PrEvent, PullRequestEvent,
@@ -39,6 +40,10 @@ pub struct GitHubWebhook {
     pub wontfix_label: String,
     /// Whether a new fix PR waits for the AI pre-review.
     pub pre_review: PreReviewMode,
+    /// The workflow files longtx dispatches: a run of any other is not one
+    /// of longtx's, whatever its title says.
+    pub fix_workflow: String,
+    pub pre_review_workflow: String,
 }
 
 impl GitHubWebhook {
@@ -48,7 +53,16 @@ impl GitHubWebhook {
             repo: repo.to_owned(),
             wontfix_label: longtx_core::github_events::WONTFIX_LABEL.to_owned(),
             pre_review: PreReviewMode::Off,
+            fix_workflow: "long-transaction-fix.yml".to_owned(),
+            pre_review_workflow: "long-transaction-pre-review.yml".to_owned(),
         }
+    }
+
+    /// The configured workflow files (`LONGTX_WORKFLOW`, the pre-review's).
+    pub fn with_workflows(mut self, fix: &str, pre_review: &str) -> Self {
+        self.fix_workflow = fix.to_owned();
+        self.pre_review_workflow = pre_review.to_owned();
+        self
     }
 
     pub fn with_pre_review(mut self, mode: PreReviewMode) -> Self {
@@ -319,27 +333,67 @@ async fn pull_request(
     Ok(respond(state, "pull_request", job_id, applied))
 }
 
+/// A run's end counts only when the run is the one longtx dispatched: its
+/// id, the configured workflow file, a `workflow_dispatch` trigger on the
+/// target repository, created after the dispatch began. A title names a
+/// candidate and nothing more: anyone who opens a PR chooses the title of
+/// its CI runs.
 async fn workflow_run(
     state: &AppState,
     webhook: &GitHubWebhook,
     delivery_id: &str,
     event: WorkflowRunEvent,
 ) -> Result<Response, ApiError> {
-    let job_and_round = job_and_round_of_run(&event.workflow_run);
+    let ignored = |detail: String| {
+        Ok(answer(StatusCode::ACCEPTED, "workflow_run", "ignored", None, detail))
+    };
     let ours = event
         .repository
         .full_name
         .eq_ignore_ascii_case(&webhook.repo);
-    let (Some((job_id, round)), true, "completed") = (job_and_round, ours, event.action.as_str())
-    else {
+    if !ours || event.action != "completed" {
+        return ignored("not a completed run of the target repository".into());
+    }
+    let run = &event.workflow_run;
+    if let Some((job_id, started_at)) = state.store.pre_review_of_run(run.id as i64).await? {
+        let dispatched = Dispatched {
+            run_id: Some(run.id),
+            workflow_file: &webhook.pre_review_workflow,
+            repo: &webhook.repo,
+            started_at: started_at.unwrap_or_default(),
+        };
+        if let Err(why) = agent_run::check(&dispatched, &run.observed(), false) {
+            tracing::warn!(%why, run = run.id, "a run claims a pre-review it is not; nothing done");
+            return ignored(why.to_string());
+        }
+        tracing::Span::current().record("job_id", job_id);
+        if let Some(pre_reviews) = &state.pre_reviews {
+            pre_reviews.poke();
+        }
         return Ok(answer(
-            StatusCode::ACCEPTED,
+            StatusCode::OK,
             "workflow_run",
-            "ignored",
-            None,
-            "not a completed longtx run".into(),
+            "pre_review_run_ended",
+            Some(job_id),
+            "longtx reads the verdict from the run's result".into(),
         ));
+    }
+    let Some((job_id, round)) = job_and_round_of_run(run) else {
+        return ignored("not a run longtx dispatched".into());
     };
+    let Some(recorded) = state.store.dispatched_run(job_id, round).await? else {
+        return ignored(format!("longtx dispatched no run for job {job_id} round {round}"));
+    };
+    let dispatched = Dispatched {
+        run_id: recorded.run_id.map(|id| id as u64),
+        workflow_file: &webhook.fix_workflow,
+        repo: &webhook.repo,
+        started_at: recorded.started_at.unwrap_or_default(),
+    };
+    if let Err(why) = agent_run::check(&dispatched, &run.observed(), false) {
+        tracing::warn!(%why, run = run.id, job_id, round, "a run names a longtx job but is not the run longtx dispatched; nothing done");
+        return ignored(why.to_string());
+    }
     tracing::Span::current().record("job_id", job_id);
     let delivery = Delivery {
         id: delivery_id,
@@ -573,11 +627,16 @@ fn respond(state: &AppState, event: &str, job_id: i64, applied: Applied) -> Resp
             "duplicate",
             "this review or comment was already recorded".to_owned(),
         ),
-        Applied::RoundRunEnded => (
-            StatusCode::OK,
-            "round_run_ended",
-            "longtx reads the branch to see what the round pushed".to_owned(),
-        ),
+        Applied::RoundRunEnded => {
+            if let Some(opener) = &state.pr_opener {
+                opener.poke();
+            }
+            (
+                StatusCode::OK,
+                "round_run_ended",
+                "longtx applies the round's result".to_owned(),
+            )
+        }
         Applied::PrOpenRequested => {
             if let Some(opener) = &state.pr_opener {
                 opener.poke();
@@ -585,7 +644,7 @@ fn respond(state: &AppState, event: &str, job_id: i64, applied: Applied) -> Resp
             (
                 StatusCode::OK,
                 "opening_pr",
-                "longtx opens the fix PR from the pushed branch".to_owned(),
+                "longtx commits the run's result and opens the fix PR".to_owned(),
             )
         }
     };

@@ -10,8 +10,7 @@ mod github;
 mod intake;
 mod metrics;
 mod observations;
-mod pre_review;
-mod run_report;
+mod retired;
 mod server;
 mod state;
 
@@ -67,8 +66,8 @@ pub fn router(state: AppState) -> Router {
             "/api/jobs/{id}/rounds/{round}/prompt",
             get(api::get_round_prompt),
         )
-        .route("/api/jobs/{id}/pre-review", post(pre_review::receive))
-        .route("/api/jobs/{id}/run-report", post(run_report::receive))
+        .route("/api/jobs/{id}/pre-review", post(retired::verdict))
+        .route("/api/jobs/{id}/run-report", post(retired::run_report))
         .route("/api/observations", post(observations::receive))
         .route("/api/what-if", get(observations::what_if))
         .route("/api/dispatch", get(api::dispatch_status))

@@ -114,6 +114,13 @@ pub struct GitHubConfig {
     pub dispatch_lease: Duration,
     /// Where the workflow reaches this service (to fetch prompts).
     pub public_url: String,
+    /// `LONGTX_MAX_PATCH_BYTES`, `LONGTX_MAX_PATCH_FILES`: the largest agent
+    /// patch longtx commits.
+    pub max_patch_bytes: usize,
+    pub max_patch_files: usize,
+    /// `LONGTX_PROTECTED_PATHS`: globs (comma-separated) no agent patch may
+    /// touch, on top of the built-in ones.
+    pub protected_paths: Vec<String>,
 }
 
 /// Secrets never reach logs: Debug shows only whether they are set.
@@ -608,6 +615,26 @@ fn load_github(
             .or(file.workflow.clone())
             .unwrap_or_else(|| "long-transaction-fix.yml".into()),
         workflow_ref: var("LONGTX_WORKFLOW_REF").or(file.workflow_ref.clone()),
+        max_patch_bytes: parse_number(
+            "LONGTX_MAX_PATCH_BYTES",
+            var("LONGTX_MAX_PATCH_BYTES"),
+            None,
+            longtx_core::patch_policy::DEFAULT_MAX_PATCH_BYTES,
+        )?,
+        max_patch_files: parse_number(
+            "LONGTX_MAX_PATCH_FILES",
+            var("LONGTX_MAX_PATCH_FILES"),
+            None,
+            longtx_core::patch_policy::DEFAULT_MAX_PATCH_FILES,
+        )?,
+        protected_paths: var("LONGTX_PROTECTED_PATHS")
+            .map(|v| {
+                v.split(',')
+                    .map(|p| p.trim().to_owned())
+                    .filter(|p| !p.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default(),
         max_dispatches_per_day: parse_number(
             "LONGTX_MAX_DISPATCHES_PER_DAY",
             var("LONGTX_MAX_DISPATCHES_PER_DAY"),

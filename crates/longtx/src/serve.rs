@@ -162,7 +162,8 @@ async fn start_dispatcher(
     if let (Some(secret), Some(repo)) = (&config.reviews.webhook_secret, &gh.repo) {
         let webhook = longtx_http::GitHubWebhook::new(secret, repo)
             .with_wontfix_label(&config.reviews.wontfix_label)
-            .with_pre_review(config.reviews.pre_review);
+            .with_pre_review(config.reviews.pre_review)
+            .with_workflows(&gh.workflow, &config.reviews.pre_review_workflow);
         state = state.with_github_webhook(webhook);
     } else {
         tracing::info!("LONGTX_GITHUB_WEBHOOK_SECRET or LONGTX_GITHUB_REPO unset: /webhooks/github answers 503");
@@ -194,6 +195,9 @@ async fn start_dispatcher(
                     timeout: config.reviews.pre_review_timeout,
                     mode: config.reviews.pre_review,
                     max_revisions: config.reviews.max_revisions,
+                    run_poll: Duration::from_secs(60),
+                    max_artifact_bytes: worker_settings::results(config, &settings.repo)?
+                        .max_artifact_bytes(),
                 },
                 github.clone(),
             );
@@ -212,6 +216,7 @@ async fn start_dispatcher(
                 gate,
                 lease: Duration::from_secs(120),
                 idle_poll: Duration::from_secs(5),
+                results: worker_settings::results(config, &settings.repo)?,
             },
             github.clone(),
             longtx_pipeline::AfterOpen {

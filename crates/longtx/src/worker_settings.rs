@@ -68,6 +68,36 @@ pub fn wontfix(
     })
 }
 
+/// Agent results are applied in a mirror of their own (fetches never race
+/// the other workers'), under the patch policy.
+pub fn results(
+    config: &Config,
+    repo: &longtx_github::RepoName,
+) -> anyhow::Result<longtx_pipeline::ResultSettings> {
+    let url = config
+        .reviews
+        .git_url
+        .clone()
+        .context("LONGTX_GIT_URL is unset and there is no LONGTX_GITHUB_REPO")?;
+    let gh = &config.github;
+    Ok(longtx_pipeline::ResultSettings {
+        mirror: longtx_git::Mirror {
+            path: config
+                .data_dir
+                .join("mirror")
+                .join(format!("{}__{}-commits.git", repo.owner, repo.name)),
+            url,
+        },
+        policy: longtx_core::patch_policy::PatchPolicy::new(
+            gh.max_patch_bytes,
+            gh.max_patch_files,
+            &ignore_list_path_in_repo(&config.ignore_list)?,
+            &gh.protected_paths,
+        ),
+        fetch_timeout: Duration::from_secs(600),
+    })
+}
+
 /// `LONGTX_IGNORE_LIST` names the file both locally (read at start) and in
 /// the target repository, so it must be a relative path there.
 fn ignore_list_path_in_repo(path: &std::path::Path) -> anyhow::Result<String> {

@@ -118,6 +118,8 @@ pub fn pre_review_settings() -> longtx_pipeline::PreReviewSettings {
         timeout: std::time::Duration::from_secs(1800),
         mode: longtx_core::pre_review::PreReviewMode::On,
         max_revisions: longtx_core::revision::DEFAULT_MAX_REVISIONS,
+        run_poll: std::time::Duration::from_millis(200),
+        max_artifact_bytes: 2 * 1024 * 1024,
     }
 }
 
@@ -140,6 +142,8 @@ pub fn request_settings(
 /// polls; `gate` as the service derives it from `LONGTX_PRE_REVIEW`.
 pub fn pr_open_settings(
     gate: longtx_core::github_events::ReviewGate,
+    remote: &std::path::Path,
+    mirror_dir: &std::path::Path,
 ) -> longtx_pipeline::PrOpenSettings {
     longtx_pipeline::PrOpenSettings {
         repo: GITHUB_REPO.parse().unwrap(),
@@ -147,6 +151,29 @@ pub fn pr_open_settings(
         gate,
         lease: std::time::Duration::from_secs(2),
         idle_poll: std::time::Duration::from_millis(50),
+        results: result_settings(remote, mirror_dir),
+    }
+}
+
+/// Where tests apply agents' patches: a mirror of `remote` under
+/// `mirror_dir`, the shipped patch policy.
+pub fn result_settings(
+    remote: &std::path::Path,
+    mirror_dir: &std::path::Path,
+) -> longtx_pipeline::ResultSettings {
+    use longtx_core::patch_policy::{PatchPolicy, DEFAULT_MAX_PATCH_BYTES, DEFAULT_MAX_PATCH_FILES};
+    longtx_pipeline::ResultSettings {
+        mirror: longtx_git::Mirror {
+            path: mirror_dir.join("commits.git"),
+            url: remote.to_str().unwrap().to_owned(),
+        },
+        policy: PatchPolicy::new(
+            DEFAULT_MAX_PATCH_BYTES,
+            DEFAULT_MAX_PATCH_FILES,
+            "ignore-list.yaml",
+            &[],
+        ),
+        fetch_timeout: std::time::Duration::from_secs(60),
     }
 }
 

@@ -86,6 +86,10 @@ fn branch_names_and_run_names_give_job_ids_strictly() {
         display_title: Some(title.into()),
         conclusion: None,
         html_url: None,
+        path: None,
+        event: None,
+        head_repository: None,
+        created_at: None,
     };
     assert_eq!(
         job_of_run(&run("longtx job 12: admin/users#update")),

@@ -94,7 +94,7 @@ impl Tracking {
                 github.client(Duration::from_secs(5)),
             )
             .pr_opener(
-                longtx_testkit::pr_open_settings(gate),
+                longtx_testkit::pr_open_settings(gate, remote, &mirror_dir),
                 github.client(Duration::from_secs(5)),
             )
             .prompts(shipped_prompt_sources())

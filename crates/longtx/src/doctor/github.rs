@@ -340,6 +340,8 @@ fn sample_claim() -> longtx_store::ClaimedJob {
         prompt_sha256: "0".repeat(64),
         prompt_token: "sample".into(),
         attempts: 1,
+        started_at: chrono::Utc::now(),
+        base_sha: Some(SAMPLE_HEAD.into()),
     }
 }
 
@@ -357,6 +359,7 @@ fn sample_pre_review_inputs(public_url: &str) -> std::collections::BTreeMap<Stri
         max_duration_seconds: Some(120.0),
         prompt_token: "sample".into(),
         attempts: 1,
+        started_at: chrono::Utc::now(),
     };
     longtx_pipeline::pre_review_inputs(&claim, public_url)
 }
