@@ -12,6 +12,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod artifacts;
+mod commits;
 mod pulls;
 mod repo;
 mod setup;
@@ -58,6 +60,11 @@ struct Inner {
     /// Tokens with permissions of their own: an Actions run's
     /// `GITHUB_TOKEN` gets exactly what its workflow's `permissions` grant.
     token_permissions: std::collections::HashMap<String, serde_json::Map<String, Value>>,
+    artifacts: artifacts::ArtifactState,
+    /// Commits made through `createCommitOnBranch`.
+    api_commits: Vec<Value>,
+    /// Where this server answers (the artifact download's redirect host).
+    self_url: String,
 }
 
 /// What longtx's App needs, as README's setup table lists it.
@@ -106,9 +113,12 @@ impl FakeGitHub {
             .merge(pulls::routes())
             .merge(repo::routes())
             .merge(setup::routes())
+            .merge(artifacts::routes())
+            .merge(commits::routes())
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
+        inner.lock().unwrap().self_url = url.clone();
         tokio::spawn(async move { axum::serve(listener, app).await.ok() });
         FakeGitHub { inner, url }
     }
@@ -264,7 +274,7 @@ async fn installation_token(
 
 /// Who the caller acts as: the App's bot for an installation token, the
 /// token's user otherwise.
-fn caller_login(headers: &HeaderMap) -> String {
+pub(super) fn caller_login(headers: &HeaderMap) -> String {
     if bearer(headers).starts_with("ghs_") {
         format!("{APP_SLUG}[bot]")
     } else {
@@ -425,6 +435,10 @@ async fn dispatch(
                 "workflow": workflow,
                 "display_title": title,
                 "event": "workflow_dispatch",
+                // What ties a run to its dispatch (docs "Get a workflow run").
+                "path": format!(".github/workflows/{workflow}"),
+                "head_repository": {"full_name": format!("{owner}/{repo}")},
+                "created_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                 "ref": body["ref"],
                 "inputs": body["inputs"],
             });

@@ -95,6 +95,8 @@ pub struct StepReport {
     pub stderr: String,
     /// Exit code of a `run:` step's shell (None for skipped and `uses:` steps).
     pub exit_code: Option<i32>,
+    /// What the step's log shows, masks applied as the runner applies them.
+    pub log: String,
 }
 
 #[derive(Clone)]
@@ -781,6 +783,7 @@ struct StepRun {
     stdout: String,
     stderr: String,
     exit_code: Option<i32>,
+    log: String,
 }
 
 impl StepRun {
@@ -792,6 +795,7 @@ impl StepRun {
             stdout: String::new(),
             stderr,
             exit_code: None,
+            log: String::new(),
         }
     }
 }
@@ -801,6 +805,39 @@ struct JobState {
     env: BTreeMap<String, String>, // workflow env + job env + GITHUB_ENV, in that precedence
     path: Vec<String>,             // GITHUB_PATH additions, latest last
     summary: String,
+    /// Values the log hides: secrets from the start, `::add-mask::` values
+    /// from the moment a step prints the command.
+    masks: Vec<String>,
+}
+
+/// The runner's masker: every registered value becomes `***`.
+fn masked(text: &str, masks: &[String]) -> String {
+    masks
+        .iter()
+        .filter(|m| !m.is_empty())
+        .fold(text.to_owned(), |t, m| t.replace(m.as_str(), "***"))
+}
+
+/// A step's log as the runner writes it: a header with the step's `with:`
+/// and `env:` values, printed before the step runs (so masked only with
+/// what earlier steps registered: actions/runner#475), then its output,
+/// where an `::add-mask::` line registers its value from that line on.
+fn step_log(header: &[(String, String)], stdout: &str, stderr: &str, masks: &mut Vec<String>) -> String {
+    let mut log = String::new();
+    for (k, v) in header {
+        log.push_str(&masked(&format!("  {k}: {v}\n"), masks));
+    }
+    for line in stdout.lines() {
+        match line.strip_prefix("::add-mask::") {
+            Some(value) => masks.push(value.trim().to_owned()),
+            None => {
+                log.push_str(&masked(line, masks));
+                log.push('\n');
+            }
+        }
+    }
+    log.push_str(&masked(stderr, masks));
+    log
 }
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
@@ -894,6 +931,8 @@ pub fn rehearse(r: &Rehearsal, actions: &mut dyn Actions) -> Result<Report, Rehe
         env: BTreeMap::new(),
         path: Vec::new(),
         summary: String::new(),
+        // The runner masks every secret, GITHUB_TOKEN included.
+        masks: secrets.values().filter(|v| !v.is_empty()).cloned().collect(),
     };
     for scope in [wf.get("env"), job.get("env")] {
         for (k, v) in yaml_pairs(scope, "env")? {
@@ -953,12 +992,13 @@ pub fn rehearse(r: &Rehearsal, actions: &mut dyn Actions) -> Result<Report, Rehe
         if let Some(id) = &step.id {
             steps_ctx.insert(id.clone(), json!({ "outputs": run.outputs, "outcome": run.outcome.as_str(), "conclusion": conclusion.as_str() }));
         }
-        let (outcome, outputs, stdout, stderr, exit_code) = (
+        let (outcome, outputs, stdout, stderr, exit_code, log) = (
             run.outcome,
             run.outputs,
             run.stdout,
             run.stderr,
             run.exit_code,
+            run.log,
         );
         reports.push(StepReport {
             index,
@@ -970,6 +1010,7 @@ pub fn rehearse(r: &Rehearsal, actions: &mut dyn Actions) -> Result<Report, Rehe
             stdout,
             stderr,
             exit_code,
+            log,
         });
     }
     Ok(Report {
@@ -1037,8 +1078,11 @@ fn run_step(
     // As in the runner (StepsRunner.cs): the step's env is evaluated and merged into the `env`
     // context first, and only then is `if` evaluated, so `if` sees the step's own env.
     let mut env = state.env.clone();
+    let mut header = Vec::new();
     for (k, v) in &step.env {
-        env.insert(k.clone(), rt!(render(v, ctx), false));
+        let value = rt!(render(v, ctx), false);
+        header.push((k.clone(), value.clone()));
+        env.insert(k.clone(), value);
     }
     ctx.set("env", str_obj(&env));
     if !truthy(&rt!(
@@ -1170,6 +1214,8 @@ fn run_step(
         for (k, v) in &step.with {
             with.insert(k.clone(), rt!(render(v, ctx), continue_on_error));
         }
+        // The runner prints an action's non-empty inputs in its header too.
+        header.splice(0..0, with.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| (k.clone(), v.clone())));
         match actions.run(uses, &with, &penv, r) {
             Ok(outputs) => (true, String::new(), String::new(), outputs),
             Err(msg) => (false, String::new(), msg, BTreeMap::new()),
@@ -1207,6 +1253,7 @@ fn run_step(
     } else {
         Outcome::Failure
     };
+    let log = step_log(&header, &stdout, &stderr, &mut state.masks);
     Ok(StepRun {
         outcome,
         continue_on_error,
@@ -1214,6 +1261,7 @@ fn run_step(
         stdout,
         stderr,
         exit_code,
+        log,
     })
 }
 
