@@ -1,10 +1,14 @@
-//! longtx opens the fix PR itself once the agent's run has pushed
-//! `longtx/<job>`, against the fake GitHub backed by a real bare repository.
+//! The agent proposes, longtx commits: once the run longtx dispatched has
+//! ended, longtx downloads its `longtx-result`, checks the patch, commits
+//! it on `longtx/<job>` through `createCommitOnBranch` and opens the fix
+//! PR, against the fake GitHub backed by a real bare repository.
 
 mod tracking;
 
+use longtx_testkit::agent_result::{patch_over, upload_fix_result};
 use longtx_testkit::github_events::{run_completed, PrEventBuilder};
 use longtx_testkit::{GitRepo, OWN_LOGIN};
+use serde_json::json;
 use tracking::{push_fix_branch, repository_owned_by_alice, Tracking};
 
 async fn started(repo: &mut GitRepo) -> Tracking {
@@ -16,22 +20,18 @@ async fn started(repo: &mut GitRepo) -> Tracking {
 }
 
 #[tokio::test]
-async fn a_pushed_branch_becomes_one_labelled_pr_opened_by_longtx_and_reviewers_are_asked() {
+async fn a_proposed_patch_becomes_one_longtx_commit_and_one_labelled_pr_and_reviewers_are_asked() {
     let mut repo = repository_owned_by_alice("opened");
     let t = started(&mut repo).await;
     let job = t.job_with_agent_running("admin/users#update").await;
-    let head = push_fix_branch(&mut repo, job, Some("http-call-inside-transaction"));
+    let run = t.propose_fix(&mut repo, job, Some("http-call-inside-transaction"));
     assert!(
         !t.github.repository_labels().contains(&"longtx".to_string()),
         "a new repository has no longtx label"
     );
 
     let (_, answer) = t
-        .deliver(
-            "workflow_run",
-            "run-1",
-            &run_completed(job, 9001, "success"),
-        )
+        .deliver("workflow_run", "run-1", &run_completed(job, run, "success"))
         .await;
     assert_eq!(answer["outcome"], "opening_pr", "{answer}");
     let reviewed = t
@@ -41,106 +41,107 @@ async fn a_pushed_branch_becomes_one_labelled_pr_opened_by_longtx_and_reviewers_
         .await;
     assert_eq!(reviewed.state, "in_review");
 
+    // One commit, made by longtx through the API on the pinned base.
+    let commits = t.github.api_commits();
+    assert_eq!(commits.len(), 1, "{commits:?}");
+    let commit = &commits[0];
+    let head = t.branch_head(&mut repo, job).unwrap();
+    assert_eq!(commit["oid"], head.as_str());
+    assert_eq!(commit["verified"], true);
+    assert_eq!(commit["author"], OWN_LOGIN, "committed with longtx's credentials");
+    let message = commit["message"].as_str().unwrap();
+    assert!(message.starts_with("Shorten the long transaction in admin/users#update"), "{message}");
+    assert!(message.contains(&format!("Longtx-Job: {job}\nLongtx-Round: 0\n")), "{message}");
+    assert!(message.contains("Co-authored-by: longtx claude agent <"), "{message}");
+    let dispatched = &t.github.runs()[0]["inputs"];
+    assert_eq!(commit["parent"], dispatched["base_sha"], "on the commit longtx pinned");
+
     let pulls = t.github.opened_pulls();
     assert_eq!(pulls.len(), 1, "{pulls:?}");
     let pull = &pulls[0];
-    assert_eq!(
-        pull["user"]["login"], OWN_LOGIN,
-        "opened with longtx's credentials"
-    );
+    assert_eq!(pull["user"]["login"], OWN_LOGIN, "opened with longtx's credentials");
     assert_eq!(pull["head"]["ref"], format!("longtx/{job}"));
     assert_eq!(pull["head"]["sha"], head.as_str());
     assert_eq!(pull["base"]["ref"], "main");
     let body = pull["body"].as_str().unwrap();
-    assert!(
-        body.contains(&format!("<!-- longtx-job: {job} -->")),
-        "{body}"
-    );
+    assert!(body.contains(&format!("<!-- longtx-job: {job} -->")), "{body}");
     assert!(body.contains("longtx-source: admin/users#update"), "{body}");
     assert!(body.contains("`http-call-inside-transaction`"), "{body}");
+    assert!(body.contains("> Moved the warehouse call after the commit."), "{body}");
     let number = pull["number"].as_u64().unwrap();
     assert_eq!(t.github.labels_on(number), vec!["longtx".to_string()]);
-    assert!(t.github.repository_labels().contains(&"longtx".to_string()));
     assert_eq!(reviewed.pr_number, Some(number as i64));
     assert_eq!(t.github.review_requests().len(), 1);
+    let cost = t.app.store.job_cost(job).await.unwrap();
+    assert_eq!((cost.runs, cost.cost_usd), (1, 0.25), "the result's cost, for the dispatched run");
 
-    // GitHub's own `opened` delivery, a redelivered run event and the
-    // dispatcher's poll all arrive later: nothing is opened twice.
-    let opened = PrEventBuilder::opened(job, number)
-        .head_sha(&head)
-        .author(OWN_LOGIN);
+    // GitHub's own `opened` delivery, a replayed run event and the
+    // dispatcher's poll all arrive later: nothing is committed or opened twice.
+    let opened = PrEventBuilder::opened(job, number).head_sha(&head).author(OWN_LOGIN);
     let (_, answer) = t.deliver("pull_request", "pr-1", &opened.to_json()).await;
     assert_eq!(answer["outcome"], "unchanged", "{answer}");
-    let (_, answer) = t
-        .deliver(
-            "workflow_run",
-            "run-1-again",
-            &run_completed(job, 9001, "success"),
-        )
-        .await;
-    assert_eq!(answer["outcome"], "unchanged", "{answer}");
+    for delivery in ["run-1-again", "run-1-replayed"] {
+        let (_, answer) = t
+            .deliver("workflow_run", delivery, &run_completed(job, run, "success"))
+            .await;
+        assert_eq!(answer["outcome"], "unchanged", "{answer}");
+    }
+    t.github.complete_run(run, "success");
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(t.github.api_commits().len(), 1);
     assert_eq!(t.github.opened_pulls().len(), 1);
     assert_eq!(t.github.review_requests().len(), 1);
 }
 
 #[tokio::test]
-async fn a_branch_with_nothing_ahead_ends_no_pr_with_the_runs_link() {
+async fn an_empty_patch_ends_no_pr_with_what_the_agent_said() {
     let mut repo = repository_owned_by_alice("not-ahead");
     let t = started(&mut repo).await;
     let job = t.job_with_agent_running("admin/users#update").await;
-    repo.git(&["branch", &format!("longtx/{job}"), "main"]);
-    repo.bare();
+    let run = t.run_of(job);
+    let base = t.github.runs()[0]["inputs"]["base_sha"].as_str().unwrap().to_owned();
+    upload_fix_result(&t.github, run, &base, b"", None);
 
-    t.deliver(
-        "workflow_run",
-        "run-1",
-        &run_completed(job, 9001, "success"),
-    )
-    .await;
+    t.deliver("workflow_run", "run-1", &run_completed(job, run, "success"))
+        .await;
     let ended = t.wait_for(job, |j| j.state == "no_pr").await;
     assert_eq!(ended.state, "no_pr");
     let reason = ended.state_reason.unwrap_or_default();
-    assert!(reason.contains("no commit ahead of main"), "{reason}");
+    assert!(reason.contains("the agent changed nothing; it said: Moved"), "{reason}");
     assert!(t.github.opened_pulls().is_empty());
+    assert!(t.github.api_commits().is_empty());
 }
 
 #[tokio::test]
-async fn a_failed_run_ends_no_pr_without_looking_for_a_branch() {
+async fn a_failed_run_ends_no_pr_without_reading_a_result() {
     let mut repo = repository_owned_by_alice("failed-run");
     let t = started(&mut repo).await;
     let job = t.job_with_agent_running("admin/users#update").await;
-    push_fix_branch(&mut repo, job, None);
+    let run = t.propose_fix(&mut repo, job, None);
     let (_, answer) = t
-        .deliver(
-            "workflow_run",
-            "run-1",
-            &run_completed(job, 9001, "failure"),
-        )
+        .deliver("workflow_run", "run-1", &run_completed(job, run, "failure"))
         .await;
     assert_eq!(answer["outcome"], "moved", "{answer}");
     assert_eq!(t.job(job).await.state, "no_pr");
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert!(t.github.opened_pulls().is_empty());
+    assert!(t.github.api_commits().is_empty());
 }
 
 #[tokio::test]
-async fn a_lost_webhook_changes_nothing_the_run_poll_opens_the_pr() {
+async fn a_lost_webhook_changes_nothing_the_run_poll_commits_and_opens_the_pr() {
     let mut repo = repository_owned_by_alice("lost-webhook");
     let t = started(&mut repo).await;
     let job = t.job_with_agent_running("admin/users#update").await;
-    push_fix_branch(&mut repo, job, None);
-    let run_id = t.github.runs()[0]["id"].as_u64().unwrap();
-    t.github.complete_run(run_id, "success");
+    let run = t.propose_fix(&mut repo, job, None);
+    t.github.complete_run(run, "success");
 
     let reviewed = t.wait_for(job, |j| j.state == "in_review").await;
     assert_eq!(reviewed.state, "in_review");
     let pulls = t.github.opened_pulls();
     assert_eq!(pulls.len(), 1);
-    assert!(pulls[0]["body"]
-        .as_str()
-        .unwrap()
-        .contains("not stated by the agent"));
+    assert!(pulls[0]["body"].as_str().unwrap().contains("not stated by the agent"));
+    assert_eq!(t.github.api_commits().len(), 1);
 }
 
 #[tokio::test]
@@ -164,12 +165,9 @@ async fn a_pr_that_already_exists_for_the_branch_is_recorded_not_opened_again() 
     .await
     .unwrap();
 
-    t.deliver(
-        "workflow_run",
-        "run-1",
-        &run_completed(job, 9001, "success"),
-    )
-    .await;
+    let run = t.run_of(job);
+    t.deliver("workflow_run", "run-1", &run_completed(job, run, "success"))
+        .await;
     let reviewed = t.wait_for(job, |j| j.state == "in_review").await;
     assert_eq!(reviewed.pr_number, Some(earlier.number as i64));
     assert_eq!(t.github.opened_pulls().len(), 1);
@@ -180,4 +178,98 @@ async fn a_pr_that_already_exists_for_the_branch_is_recorded_not_opened_again() 
         .filter(|r| *r == "POST /repos/acme/monolith/pulls")
         .count();
     assert_eq!(creates, 1, "only the earlier attempt's create");
+}
+
+/// Completions that are not the run longtx dispatched: each is ignored and
+/// changes nothing, however its title names the job.
+#[tokio::test]
+async fn only_the_dispatched_run_of_the_fix_workflow_on_the_target_repository_ends_a_job() {
+    let mut repo = repository_owned_by_alice("impostors");
+    let t = started(&mut repo).await;
+    let job = t.job_with_agent_running("admin/users#update").await;
+    let run = t.propose_fix(&mut repo, job, None);
+    let impostors = [
+        ("another workflow file", {
+            let mut e = run_completed(job, run, "failure");
+            e["workflow_run"]["path"] = json!(".github/workflows/ci.yml");
+            e
+        }),
+        ("a pull_request run", {
+            let mut e = run_completed(job, run, "failure");
+            e["workflow_run"]["event"] = json!("pull_request");
+            e
+        }),
+        ("a fork's run", {
+            let mut e = run_completed(job, run, "failure");
+            e["workflow_run"]["head_repository"] = json!({"full_name": "mallory/monolith"});
+            e
+        }),
+        ("another run id", run_completed(job, run + 50, "failure")),
+    ];
+    for (what, event) in impostors {
+        let (status, answer) = t.deliver("workflow_run", what, &event).await;
+        assert_eq!((status, answer["outcome"].as_str()), (202, Some("ignored")), "{what}: {answer}");
+        assert_eq!(t.job(job).await.state, "agent_running", "{what} changed the job");
+    }
+    // The real run's success still counts.
+    t.deliver("workflow_run", "real", &run_completed(job, run, "success"))
+        .await;
+    let reviewed = t.wait_for(job, |j| j.state == "in_review").await;
+    assert_eq!(reviewed.state, "in_review");
+    assert_eq!(t.github.api_commits().len(), 1);
+}
+
+/// Patches the policy refuses end the job with the reason on its page;
+/// nothing reaches GitHub.
+#[tokio::test]
+async fn a_patch_to_a_workflow_over_the_cap_or_with_a_symlink_is_refused_and_the_job_page_says_why() {
+    let mut repo = repository_owned_by_alice("refused");
+    let t = started(&mut repo).await;
+    let bare = repo.bare();
+    let symlink = |base: &str| {
+        let patch = format!(
+            "diff --git a/config/secrets.yml b/config/secrets.yml\nnew file mode 120000\nindex 0000000..e69de29\n--- /dev/null\n+++ b/config/secrets.yml\n@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n"
+        );
+        (base.to_owned(), patch.into_bytes())
+    };
+    let big = "x".repeat(1024 * 1024 + 10);
+    let cases: Vec<(&str, Box<dyn Fn() -> (String, Vec<u8>)>, &str)> = vec![
+        (
+            "admin/users#update",
+            Box::new(|| patch_over(&bare, "main", &[(".github/workflows/x.yml", "on: push\n")])),
+            "protected path",
+        ),
+        (
+            "admin/orders#update",
+            Box::new(|| patch_over(&bare, "main", &[("app/models/big.rb", big.as_str())])),
+            "over the cap",
+        ),
+        (
+            "admin/carts#update",
+            Box::new(|| {
+                let (base, _) = patch_over(&bare, "main", &[]);
+                symlink(&base)
+            }),
+            "symbolic link",
+        ),
+    ];
+    for (source, make, why) in cases {
+        let job = t.job_with_agent_running(source).await;
+        let run = t.run_of(job);
+        let (base, patch) = make();
+        upload_fix_result(&t.github, run, &base, &patch, None);
+        t.deliver("workflow_run", &format!("run-{job}"), &run_completed(job, run, "success"))
+            .await;
+        let ended = t.wait_for(job, |j| j.state == "no_pr").await;
+        let reason = ended.state_reason.clone().unwrap_or_default();
+        assert!(reason.contains("the patch was refused") && reason.contains(why), "{reason}");
+        let page = t.app.get_text(&format!("/jobs/{job}")).await;
+        assert!(page.contains("the patch was refused"), "the job page says why");
+    }
+    assert!(t.github.api_commits().is_empty());
+    assert!(t.github.opened_pulls().is_empty());
+    assert!(
+        !t.github.requests().iter().any(|r| r.starts_with("POST /repos/acme/monolith/git/refs")),
+        "no branch was made"
+    );
 }

@@ -139,6 +139,9 @@ pub fn run_completed(job_id: i64, run_id: u64, conclusion: &str) -> Value {
             "status": "completed",
             "conclusion": conclusion,
             "event": "workflow_dispatch",
+            "path": ".github/workflows/long-transaction-fix.yml",
+            "head_repository": {"full_name": TARGET_REPO},
+            "created_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             "html_url": format!("https://github.com/{TARGET_REPO}/actions/runs/{run_id}"),
         },
         "repository": {"full_name": TARGET_REPO},
@@ -153,6 +156,15 @@ pub fn round_run_completed(job_id: i64, round: u32, run_id: u64, conclusion: &st
     event["workflow_run"]["display_title"] = json!(format!(
         "longtx job {job_id} round {round}: admin/users#update"
     ));
+    event
+}
+
+/// A `workflow_run` `completed` delivery for the pre-review run `run_id`.
+pub fn pre_review_run_completed(job_id: i64, head: &str, run_id: u64, conclusion: &str) -> Value {
+    let mut event = run_completed(job_id, run_id, conclusion);
+    event["workflow_run"]["path"] = json!(".github/workflows/long-transaction-pre-review.yml");
+    event["workflow_run"]["display_title"] =
+        json!(format!("longtx pre-review {job_id} {}: admin/users#update", &head[..12.min(head.len())]));
     event
 }
 

@@ -10,6 +10,7 @@
 //!   as its remote.
 //! - [`FakeGitHub`]: GitHub's REST API at the HTTP level, with state.
 
+pub mod agent_result;
 mod app;
 mod db;
 mod fake_github;

@@ -190,8 +190,46 @@ pub fn repository_owned_by_alice(name: &str) -> longtx_testkit::GitRepo {
     repo
 }
 
-/// What the fix workflow's last step leaves on the remote: `longtx/<job>`
-/// one commit ahead of `main`, with the workflow's trailers.
+impl Tracking {
+    /// What the job's agent run leaves: the fix to `app/models/order.rb`
+    /// as a patch against `main`, uploaded as the run's `longtx-result`.
+    pub fn propose_fix(&self, repo: &mut longtx_testkit::GitRepo, job: i64, pattern: Option<&str>) -> u64 {
+        let (base, patch) = longtx_testkit::agent_result::patch_over(
+            &repo.bare(),
+            "main",
+            &[("app/models/order.rb", "class Order\n  # the HTTP call now runs after commit\nend\n")],
+        );
+        let run_id = self.run_of(job);
+        longtx_testkit::agent_result::upload_fix_result(&self.github, run_id, &base, &patch, pattern);
+        run_id
+    }
+
+    /// The run longtx dispatched for the job's round 0.
+    pub fn run_of(&self, job: i64) -> u64 {
+        self.github
+            .runs()
+            .iter()
+            .find(|r| r["inputs"]["job_id"] == job.to_string() && r["inputs"]["round"] == "0")
+            .and_then(|r| r["id"].as_u64())
+            .expect("a dispatched run")
+    }
+
+    /// Where `longtx/<job>` points in the remote now.
+    pub fn branch_head(&self, repo: &mut longtx_testkit::GitRepo, job: i64) -> Option<String> {
+        let out = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(repo.bare_path())
+            .args(["rev-parse", "--verify", "--quiet", &format!("refs/heads/longtx/{job}")])
+            .output()
+            .unwrap();
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+}
+
+/// A branch pushed by hand (a person, or an earlier longtx): `longtx/<job>`
+/// one commit ahead of `main`, with the trailers.
 pub fn push_fix_branch(
     repo: &mut longtx_testkit::GitRepo,
     job: i64,
