@@ -1,9 +1,13 @@
-//! What agent runs cost: reports taken only with the job's own token, one
-//! per run, and a daily cost cap that holds across replicas.
+//! What agent runs cost: read from the result of the run longtx
+//! dispatched, once per run (a POSTed report is refused), and a daily cost
+//! cap that holds across replicas.
+
+mod tracking;
 
 use longtx_pipeline::DispatchSettings;
 use longtx_store::Caps;
 use longtx_testkit::payloads::{AmAlert, AmWebhook};
+use longtx_testkit::github_events::run_completed;
 use longtx_testkit::{dispatch_settings, shipped_prompt_sources, FakeGitHub, TestApp};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -85,55 +89,37 @@ fn settings(max_cost_per_day: Option<f64>) -> DispatchSettings {
 }
 
 #[tokio::test]
-async fn a_run_report_needs_the_job_s_own_token_and_counts_once_per_run() {
-    let github = FakeGitHub::start().await;
-    let app = dispatching_app(&github, None, None).await;
-    let job = fire(&app, "Billing::SyncWorker").await;
-    let other = fire(&app, "Crm::SyncWorker").await;
-    wait_for_state(&app, job, "agent_running").await;
-    wait_for_state(&app, other, "agent_running").await;
-    let body = json!({"run_id": 9100, "agent": "claude", "cost_usd": 1.5, "turns": 12});
+async fn a_run_s_cost_comes_from_its_result_once_and_a_posted_report_is_refused() {
+    let mut repo = tracking::repository_owned_by_alice("costs");
+    let t = tracking::Tracking::start(&repo.bare(), |_| {}).await;
+    t.github.set_pull_files(101, &[("app/models/order.rb", 2)]);
+    let job = t.job_with_agent_running("Billing::SyncWorker").await;
+    let run = t.propose_fix(&mut repo, job, None);
+    // A leaked job token posts a report: the endpoint is gone, nothing counts.
+    let body = json!({"run_id": run, "agent": "claude", "cost_usd": 10000, "turns": 12});
+    let (status, answer) = report(&t.app, job, Some(&token_of(&t.github, job)), &body).await;
+    assert_eq!((status, answer["error"].as_str()), (410, Some("retired_endpoint")), "{answer}");
+    assert!(
+        answer["detail"].as_str().unwrap().contains(".github/workflows/long-transaction-fix.yml"),
+        "the answer names the template that replaces the caller: {answer}"
+    );
+    assert_eq!(app_cost(&t.app, job).await, (0, 0.0));
 
-    assert_eq!(report(&app, job, None, &body).await.0, 401);
-    let (status, _) = report(&app, job, Some(&token_of(&github, other)), &body).await;
-    assert_eq!(status, 401, "another job's token opens only that job");
-    let token = token_of(&github, job);
-    let (status, answer) = report(&app, job, Some(&token), &body).await;
-    assert_eq!(
-        (status, answer["outcome"].as_str()),
-        (201, Some("recorded"))
-    );
-    // The workflow retried its report with newer figures: replaced, not added.
-    let again = json!({"run_id": 9100, "agent": "claude", "cost_usd": 1.75, "turns": 13});
-    let (status, answer) = report(&app, job, Some(&token), &again).await;
-    assert_eq!(
-        (status, answer["outcome"].as_str()),
-        (200, Some("replaced"))
-    );
+    for delivery in ["done", "done-again"] {
+        t.deliver("workflow_run", delivery, &run_completed(job, run, "success"))
+            .await;
+    }
+    t.wait_for(job, |j| j.state == "in_review").await;
+    assert_eq!(app_cost(&t.app, job).await, (1, 0.25), "once, for the dispatched run");
+    let page = t.app.get_text(&format!("/jobs/{job}")).await;
+    assert!(page.contains("$0.25 over 1 run(s), 5 turns"), "the job page shows the cost");
+    let metrics = t.app.get_text("/metrics").await;
+    assert!(metrics.contains("longtx_agent_cost_usd{period=\"total\"} 0.25"), "{metrics}");
+}
+
+async fn app_cost(app: &TestApp, job: i64) -> (i64, f64) {
     let cost = app.store.job_cost(job).await.unwrap();
-    assert_eq!((cost.runs, cost.cost_usd, cost.turns), (1, 1.75, 13));
-
-    let (status, answer) = report(
-        &app,
-        job,
-        Some(&token),
-        &json!({"run_id": 1, "cost_usd": -3}),
-    )
-    .await;
-    assert_eq!(
-        (status, answer["error"].as_str()),
-        (400, Some("invalid_report"))
-    );
-    let page = app.get_text(&format!("/jobs/{job}")).await;
-    assert!(
-        page.contains("$1.75 over 1 run(s), 13 turns"),
-        "the job page shows the cost"
-    );
-    let metrics = app.get_text("/metrics").await;
-    assert!(
-        metrics.contains("longtx_agent_cost_usd{period=\"total\"} 1.75"),
-        "{metrics}"
-    );
+    (cost.runs, cost.cost_usd)
 }
 
 #[tokio::test]
@@ -143,9 +129,11 @@ async fn the_daily_cost_cap_holds_jobs_back_across_two_replicas() {
     let second = dispatching_app(&github, Some(5.0), Some(first.db.clone())).await;
     let spender = fire(&first, "Reports::MonthlyWorker").await;
     wait_for_state(&first, spender, "agent_running").await;
-    let body = json!({"run_id": 9200, "agent": "claude", "cost_usd": 6.25, "turns": 80});
-    let (status, _) = report(&first, spender, Some(&token_of(&github, spender)), &body).await;
-    assert_eq!(status, 201);
+    // What the spender's run reported (read from its result by longtx).
+    let report: longtx_core::run_report::RunReport =
+        serde_json::from_value(json!({"run_id": 9200, "agent": "claude", "cost_usd": 6.25, "turns": 80}))
+            .unwrap();
+    first.store.record_run_report(spender, &report).await.unwrap();
 
     let waiting = [
         fire(&first, "Exports::CsvWorker").await,

@@ -1,11 +1,12 @@
 //! The AI pre-review against the fake GitHub: a new fix PR waits in
 //! `pre_review`, one reviewing run is dispatched per head commit, and the
-//! verdict posted back decides whether people are asked or the PR is closed.
+//! verdict that run uploads (read by longtx from the run it dispatched)
+//! decides whether people are asked or the PR is closed.
 
 mod tracking;
 
 use longtx_core::pre_review::PreReviewMode;
-use longtx_testkit::github_events::PrEventBuilder;
+use longtx_testkit::github_events::{pre_review_run_completed, PrEventBuilder};
 use longtx_testkit::GitRepo;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -85,28 +86,30 @@ fn verdict(head: &str, pass: bool) -> Value {
     })
 }
 
-/// Posts a verdict the way the workflow does: to the URL it was given,
-/// with the job's token.
-async fn post_verdict(t: &Tracking, inputs: &Value, token: &str, body: &Value) -> (u16, Value) {
-    let url = inputs["verdict_url"]
-        .as_str()
-        .unwrap()
-        .replace("http://127.0.0.1:8080", &t.app.base_url);
-    let response = t
-        .app
-        .client
-        .post(url)
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+/// The reviewing run dispatched for `head` uploads `body` as its verdict
+/// and ends; GitHub tells longtx (a signed `workflow_run` event). The
+/// answer to that delivery.
+async fn review_ends(t: &Tracking, job: i64, head: &str, body: &Value, delivery: &str) -> Value {
+    let run = review_run_id(t, job, head);
+    longtx_testkit::agent_result::upload_verdict(&t.github, run, body);
+    t.github.complete_run(run, "success");
+    let (_, answer) = t
+        .deliver("workflow_run", delivery, &pre_review_run_completed(job, head, run, "success"))
+        .await;
+    answer
 }
 
-fn token(inputs: &Value) -> String {
-    inputs["prompt_token"].as_str().unwrap().to_owned()
+fn review_run_id(t: &Tracking, job: i64, head: &str) -> u64 {
+    t.github
+        .runs()
+        .into_iter()
+        .find(|r| {
+            r["workflow"] == "long-transaction-pre-review.yml"
+                && r["inputs"]["job_id"] == job.to_string()
+                && r["inputs"]["head_sha"] == head
+        })
+        .and_then(|r| r["id"].as_u64())
+        .expect("a reviewing run for the head")
 }
 
 #[tokio::test]
@@ -130,12 +133,8 @@ async fn a_pass_asks_the_reviewers_only_then_and_a_repeat_changes_nothing() {
     assert_eq!(inputs["pr_number"], PR.to_string());
     assert_eq!(inputs["query_source"], "admin/orders#update");
 
-    let (status, answer) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&head, true)).await;
-    assert_eq!(
-        (status, answer["outcome"].as_str()),
-        (200, Some("moved")),
-        "{answer}"
-    );
+    let answer = review_ends(&t, job, &head, &verdict(&head, true), "review-1").await;
+    assert_eq!(answer["outcome"], "pre_review_run_ended", "{answer}");
     let job_row = t
         .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
         .await;
@@ -148,12 +147,9 @@ async fn a_pass_asks_the_reviewers_only_then_and_a_repeat_changes_nothing() {
     );
     assert_eq!(t.github.review_requests()[0].users, ["alice"]);
 
-    let (status, again) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&head, true)).await;
-    assert_eq!(
-        (status, again["outcome"].as_str()),
-        (200, Some("duplicate")),
-        "{again}"
-    );
+    // A redelivered completion is no longer a running review: ignored.
+    let again = review_ends(&t, job, &head, &verdict(&head, true), "review-1-again").await;
+    assert_eq!(again["outcome"], "ignored", "{again}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(t.github.review_requests().len(), 1);
     assert!(t.github.closed_pulls().is_empty());
@@ -164,15 +160,10 @@ async fn a_fail_closes_the_pr_with_the_reasons_and_the_next_prompt_carries_them(
     let mut repo = target_repository();
     let t = started(&mut repo, PreReviewMode::On).await;
     let head = "c".repeat(40);
-    let (job, inputs) = pr_awaiting_verdict(&t, "checkouts#create", &head).await;
+    let (job, _) = pr_awaiting_verdict(&t, "checkouts#create", &head).await;
 
-    let (status, answer) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&head, false)).await;
-    assert_eq!(
-        (status, answer["outcome"].as_str()),
-        (200, Some("moved")),
-        "{answer}"
-    );
-    let row = t.job(job).await;
+    review_ends(&t, job, &head, &verdict(&head, false), "review-1").await;
+    let row = t.wait_for(job, |j| j.state == "rejected_by_review").await;
     assert_eq!(row.state, "rejected_by_review");
     assert!(row.ended_at.is_some(), "the cooldown counts from now");
     wait_until("the PR to close", || t.github.closed_pulls() == [PR]).await;
@@ -196,8 +187,8 @@ async fn a_fail_closes_the_pr_with_the_reasons_and_the_next_prompt_carries_them(
     let (_, answer) = t.deliver("pull_request", "closed-by-us", &closed).await;
     assert_eq!(answer["outcome"], "unchanged", "{answer}");
     // A repeated verdict neither comments nor closes again.
-    let (_, again) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&head, false)).await;
-    assert_eq!(again["outcome"], "duplicate");
+    let again = review_ends(&t, job, &head, &verdict(&head, false), "review-1-again").await;
+    assert_eq!(again["outcome"], "ignored", "{again}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(t.github.closed_pulls(), [PR]);
     assert_eq!(t.github.comments_on(PR).len(), 1);
@@ -220,13 +211,8 @@ async fn advisory_mode_records_a_fail_and_still_asks_people() {
     let mut repo = target_repository();
     let t = started(&mut repo, PreReviewMode::Advisory).await;
     let head = "d".repeat(40);
-    let (job, inputs) = pr_awaiting_verdict(&t, "carts#update", &head).await;
-    let (status, answer) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&head, false)).await;
-    assert_eq!(
-        (status, answer["outcome"].as_str()),
-        (200, Some("moved")),
-        "{answer}"
-    );
+    let (job, _) = pr_awaiting_verdict(&t, "carts#update", &head).await;
+    review_ends(&t, job, &head, &verdict(&head, false), "review-1").await;
     let row = t
         .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
         .await;
@@ -248,7 +234,7 @@ async fn a_push_is_judged_again_and_a_verdict_for_the_old_head_is_ignored() {
     let t = started(&mut repo, PreReviewMode::On).await;
     let old = "e".repeat(40);
     let new = "f".repeat(40);
-    let (job, inputs) = pr_awaiting_verdict(&t, "exports#download", &old).await;
+    let (job, _) = pr_awaiting_verdict(&t, "exports#download", &old).await;
     let pushed = PrEventBuilder::opened(job, PR)
         .head_sha(&new)
         .action("synchronize")
@@ -259,12 +245,9 @@ async fn a_push_is_judged_again_and_a_verdict_for_the_old_head_is_ignored() {
     })
     .await;
 
-    let (status, answer) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&old, false)).await;
-    assert_eq!(
-        (status, answer["error"].as_str()),
-        (409, Some("stale_head")),
-        "{answer}"
-    );
+    let answer = review_ends(&t, job, &old, &verdict(&old, false), "review-old").await;
+    assert_eq!(answer["outcome"], "ignored", "the old head's run no longer counts: {answer}");
+    tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(
         t.job(job).await.state,
         "pre_review",
@@ -273,56 +256,57 @@ async fn a_push_is_judged_again_and_a_verdict_for_the_old_head_is_ignored() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(t.github.closed_pulls().is_empty());
 
-    let (status, answer) = post_verdict(&t, &inputs, &token(&inputs), &verdict(&new, true)).await;
-    assert_eq!(
-        (status, answer["outcome"].as_str()),
-        (200, Some("moved")),
-        "{answer}"
-    );
-    assert_eq!(t.job(job).await.state, "in_review");
+    review_ends(&t, job, &new, &verdict(&new, true), "review-new").await;
+    assert_eq!(t.wait_for(job, |j| j.state == "in_review").await.state, "in_review");
     assert_eq!(review_runs(&t, job).len(), 2, "one run per head, no more");
 }
 
 #[tokio::test]
-async fn a_forged_or_malformed_verdict_is_refused_and_changes_nothing() {
+async fn a_verdict_not_from_the_dispatched_run_changes_nothing_and_an_unusable_one_asks_people() {
     let mut repo = target_repository();
     let t = started(&mut repo, PreReviewMode::On).await;
     let head = "1".repeat(40);
     let (job, inputs) = pr_awaiting_verdict(&t, "search#index", &head).await;
-    let (other, other_inputs) = pr_awaiting_verdict_second(&t).await;
-    assert_ne!(job, other);
 
-    let (status, _) = post_verdict(&t, &inputs, "not-the-token", &verdict(&head, false)).await;
-    assert_eq!(status, 401);
-    let (status, _) =
-        post_verdict(&t, &inputs, &token(&other_inputs), &verdict(&head, false)).await;
-    assert_eq!(status, 401, "another job's token opens only that job");
-    let (status, answer) =
-        post_verdict(&t, &inputs, &token(&inputs), &json!({"verdict": "fail"})).await;
-    assert_eq!(
-        (status, answer["error"].as_str()),
-        (400, Some("invalid_verdict")),
-        "{answer}"
-    );
+    // A leaked job token posts a reject: the endpoint is gone.
+    let url = format!("{}/api/jobs/{job}/pre-review", t.app.base_url);
+    let response = t
+        .app
+        .client
+        .post(url)
+        .bearer_auth(inputs["prompt_token"].as_str().unwrap())
+        .json(&verdict(&head, false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 410);
+    let answer: Value = response.json().await.unwrap();
+    assert!(answer["detail"].as_str().unwrap().contains("long-transaction-pre-review.yml"), "{answer}");
+
+    // A fork's run carrying the review run's id is not the review run.
+    let run = review_run_id(&t, job, &head);
+    let mut forged = pre_review_run_completed(job, &head, run, "success");
+    forged["workflow_run"]["head_repository"] = json!({"full_name": "mallory/monolith"});
+    let (_, answer) = t.deliver("workflow_run", "forged", &forged).await;
+    assert_eq!(answer["outcome"], "ignored", "{answer}");
+    assert_eq!(t.job(job).await.state, "pre_review");
+
+    // The real run ends with a pass that fails its own checks: no verdict,
+    // so people are asked and nothing is closed.
     let mut inconsistent = verdict(&head, true);
     inconsistent["minimal_change"] = json!(false);
-    let (status, _) = post_verdict(&t, &inputs, &token(&inputs), &inconsistent).await;
-    assert_eq!(status, 400, "a pass with a failed check is refused");
-    assert_eq!(t.job(job).await.state, "pre_review");
+    review_ends(&t, job, &head, &inconsistent, "review-1").await;
+    let row = t.wait_for(job, |j| j.state == "in_review").await;
+    assert_eq!(row.state, "in_review");
+    assert_eq!(row.pre_review_verdict.as_ref().unwrap()["verdict"], "no_verdict");
+    assert!(
+        row.pre_review_verdict.as_ref().unwrap()["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("not usable"),
+        "{row:?}"
+    );
     assert!(t.github.closed_pulls().is_empty());
-}
-
-/// A second job with its own PR (42), for the cross-token check.
-async fn pr_awaiting_verdict_second(t: &Tracking) -> (i64, Value) {
-    let job = t.job_with_agent_running("reports#show").await;
-    let head = "2".repeat(40);
-    let opened = PrEventBuilder::opened(job, 42).head_sha(&head).to_json();
-    t.deliver("pull_request", "open-second", &opened).await;
-    wait_until("the second reviewing run", || {
-        !review_runs(t, job).is_empty()
-    })
-    .await;
-    (job, review_runs(t, job)[0].1.clone())
 }
 
 #[tokio::test]
@@ -330,8 +314,8 @@ async fn reopening_a_rejected_pr_overrides_the_verdict_and_asks_the_reviewers() 
     let mut repo = target_repository();
     let t = started(&mut repo, PreReviewMode::On).await;
     let head = "3".repeat(40);
-    let (job, inputs) = pr_awaiting_verdict(&t, "inventory#sync", &head).await;
-    post_verdict(&t, &inputs, &token(&inputs), &verdict(&head, false)).await;
+    let (job, _) = pr_awaiting_verdict(&t, "inventory#sync", &head).await;
+    review_ends(&t, job, &head, &verdict(&head, false), "review-1").await;
     wait_until("the PR to close", || t.github.closed_pulls() == [PR]).await;
     // Let the closer record the close before the person reopens.
     let closed = t.wait_for(job, |j| j.state == "rejected_by_review").await;

@@ -6,7 +6,7 @@ mod tracking;
 
 use longtx_core::pre_review::PreReviewMode;
 use longtx_testkit::github_events::{
-    pr_comment, review_submitted, round_run_completed, PrEventBuilder,
+    pr_comment, pre_review_run_completed, review_submitted, round_run_completed, PrEventBuilder,
 };
 use longtx_testkit::GitRepo;
 use serde_json::{json, Value};
@@ -110,9 +110,19 @@ impl FixPr {
             .bearer_auth(inputs["prompt_token"].as_str().unwrap())
     }
 
-    /// The reviewing workflow posts its verdict for `head`.
+    /// The reviewing run for `head` ends with `verdict`, uploaded as its
+    /// result; what longtx recorded of it once it read it (`moved`,
+    /// `revising`, ...).
     async fn verdict(&self, head: &str, verdict: &str, reason: &str) -> Value {
-        let inputs = self.review_run(head).await;
+        self.review_run(head).await;
+        let run_id = self
+            .t
+            .github
+            .runs()
+            .into_iter()
+            .find(|r| r["workflow"] == "long-transaction-pre-review.yml" && r["inputs"]["head_sha"] == head)
+            .and_then(|r| r["id"].as_u64())
+            .unwrap();
         let body = json!({
             "head_sha": head,
             "addresses_bottleneck": verdict != "reject",
@@ -122,49 +132,69 @@ impl FixPr {
             "reasons": [reason],
             "findings": [{"file": "app/models/order.rb", "line": 2, "text": format!("{reason} (finding)")}],
         });
-        let response = self
-            .as_the_run(reqwest::Method::POST, &inputs, "verdict_url")
-            .json(&body)
-            .send()
+        longtx_testkit::agent_result::upload_verdict(&self.t.github, run_id, &body);
+        self.t.github.complete_run(run_id, "success");
+        let done = pre_review_run_completed(self.job, head, run_id, "success");
+        let (_, answer) = self
+            .t
+            .deliver("workflow_run", &format!("review-{head}"), &done)
+            .await;
+        assert_eq!(answer["outcome"], "pre_review_run_ended", "{answer}");
+        let pool = longtx_testkit::sqlx::PgPool::connect(&self.t.app.db.url()).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let outcome: String = loop {
+            let found: Option<String> = longtx_testkit::sqlx::query_scalar(
+                "SELECT outcome FROM pre_review_verdicts WHERE job_id = $1 AND head_sha = $2 ORDER BY id DESC LIMIT 1",
+            )
+            .bind(self.job)
+            .bind(head)
+            .fetch_optional(&pool)
             .await
             .unwrap();
-        assert_eq!(response.status(), 200);
-        response.json().await.unwrap()
+            if let Some(found) = found {
+                break found;
+            }
+            assert!(Instant::now() < deadline, "longtx never read the verdict for {head}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let outcome = if outcome.starts_with("moved") {
+            "moved"
+        } else if outcome.starts_with("revision round") || outcome.starts_with("revise") {
+            "revising"
+        } else {
+            outcome.as_str()
+        };
+        json!({"outcome": outcome})
     }
 
-    /// The round's run pushes one more commit onto the branch and ends.
+    /// The round's run proposes one more file on top of the branch, and
+    /// ends; longtx commits it. The branch's new head.
     async fn round_pushes(&mut self, round: u32) -> String {
         let run = self.round_run(round).await;
+        let run_id = run["id"].as_u64().unwrap();
+        // GitHub reports the end long after longtx recorded the dispatch.
+        self.wait_round_state(round, "running").await;
         let branch = format!("longtx/{}", self.job);
-        self.repo.git(&["checkout", "--quiet", &branch]);
-        std::fs::write(
-            self.repo.path.join(format!("spec/round_{round}_spec.rb")),
-            "# the warehouse is told after commit\n",
-        )
-        .unwrap_or_else(|_| {
-            std::fs::create_dir_all(self.repo.path.join("spec")).unwrap();
-            std::fs::write(
-                self.repo.path.join(format!("spec/round_{round}_spec.rb")),
-                "# the warehouse is told after commit\n",
-            )
-            .unwrap()
-        });
-        self.repo.git(&["add", "-A"]);
-        self.repo.git(&[
-            "commit",
-            "--quiet",
-            "-m",
-            &format!(
-                "Answer review round {round}\n\nLongtx-Job: {}\nLongtx-Round: {round}\n",
-                self.job
-            ),
-        ]);
-        let head = self.repo.git(&["rev-parse", "HEAD"]);
-        self.repo.git(&["checkout", "--quiet", "main"]);
-        self.repo.bare();
-        self.round_ends(round, run["id"].as_u64().unwrap(), "success")
-            .await;
-        head
+        let (base, patch) = longtx_testkit::agent_result::patch_over(
+            &self.repo.bare_path(),
+            &branch,
+            &[(&format!("spec/round_{round}_spec.rb"), "# the warehouse is told after commit\n")],
+        );
+        assert_eq!(run["inputs"]["base_sha"], base.as_str(), "the round starts from the branch head");
+        longtx_testkit::agent_result::upload_fix_result(&self.t.github, run_id, &base, &patch, None);
+        self.round_ends(round, run_id, "success").await;
+        let bare = self.repo.bare_path();
+        let head = || {
+            let out = std::process::Command::new("git")
+                .arg("--git-dir")
+                .arg(&bare)
+                .args(["rev-parse", &branch])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        wait_until("longtx's commit of the round", || head() != base).await;
+        head()
     }
 
     async fn round_ends(&self, round: u32, run_id: u64, conclusion: &str) {
@@ -369,12 +399,47 @@ async fn a_round_that_pushes_nothing_closes_the_pr_in_on_mode() {
     let pr = fix_pr("no-change", Some(PreReviewMode::On)).await;
     pr.verdict(&pr.head, "revise", "add a spec").await;
     let run = pr.round_run(1).await;
-    pr.round_ends(1, run["id"].as_u64().unwrap(), "success")
-        .await;
+    pr.wait_round_state(1, "running").await;
+    // The agent changed nothing: its patch is empty.
+    let run_id = run["id"].as_u64().unwrap();
+    let base = run["inputs"]["base_sha"].as_str().unwrap();
+    longtx_testkit::agent_result::upload_fix_result(&pr.t.github, run_id, base, b"", None);
+    pr.round_ends(1, run_id, "success").await;
     pr.wait_round_state(1, "no_change").await;
     wait_until("the PR to close", || pr.t.github.closed_pulls() == [PR]).await;
     let comment = pr.t.github.comments_on(PR).remove(0);
     assert!(comment.contains("pushed nothing"), "{comment}");
+}
+
+#[tokio::test]
+async fn a_round_whose_patch_touches_a_workflow_is_refused_said_on_the_pr_and_people_are_asked() {
+    let pr = fix_pr("refused-round", Some(PreReviewMode::On)).await;
+    pr.verdict(&pr.head, "revise", "add a spec").await;
+    let run = pr.round_run(1).await;
+    pr.wait_round_state(1, "running").await;
+    let run_id = run["id"].as_u64().unwrap();
+    let (base, patch) = longtx_testkit::agent_result::patch_over(
+        &pr.repo.bare_path(),
+        &format!("longtx/{}", pr.job),
+        &[(".github/workflows/deploy.yml", "on: push\n")],
+    );
+    longtx_testkit::agent_result::upload_fix_result(&pr.t.github, run_id, &base, &patch, None);
+    pr.round_ends(1, run_id, "success").await;
+    pr.wait_round_state(1, "refused").await;
+    let rounds = pr.t.app.store.rounds_of(pr.job).await.unwrap();
+    let reason = rounds[0].state_reason.clone().unwrap_or_default();
+    assert!(reason.contains("protected path (.github/**)"), "{reason}");
+    let comment = pr.t.github.comments_on(PR).remove(0);
+    assert!(
+        comment.contains("proposed a change longtx did not commit") && comment.contains(".github/workflows/deploy.yml"),
+        "{comment}"
+    );
+    let page = pr.t.app.get_text(&format!("/jobs/{}", pr.job)).await;
+    assert!(page.contains("protected path"), "the job page says why");
+    let job = pr.t.wait_for(pr.job, |j| j.state == "in_review").await;
+    assert_eq!(job.state, "in_review", "a refused round hands the PR to people");
+    assert_eq!(job.pr_head_sha.as_deref(), Some(pr.head.as_str()), "the PR stays as it was");
+    assert!(pr.t.github.api_commits().is_empty());
 }
 
 #[tokio::test]

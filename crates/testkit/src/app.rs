@@ -88,6 +88,10 @@ impl TestAppBuilder {
         settings: longtx_pipeline::PreReviewSettings,
         github: longtx_github::OctocrabGitHub,
     ) -> Self {
+        // The worker applies verdicts in the mode the service runs in, as
+        // `longtx serve` configures it.
+        let mut settings = settings;
+        settings.mode = mode;
         self.pre_review = Some((mode, settings, github));
         self
     }

@@ -32,6 +32,9 @@ const DEFAULT_LABELS: [&str; 9] = [
     "wontfix",
 ];
 
+/// Where `main` points in a fake with no git remote.
+pub const MAIN_WITHOUT_REMOTE: &str = "5eed0000000000000000000000000000000000a1";
+
 #[derive(Debug)]
 pub(super) struct RepoState {
     /// The bare repository GitHub's git side stands for.
@@ -145,12 +148,13 @@ async fn one_ref(
     {
         return refused;
     }
-    let Some(git_dir) = git_dir(&inner) else {
-        return no_remote();
+    let sha = match git_dir(&inner) {
+        Some(git_dir) => git_ref
+            .strip_prefix("heads/")
+            .and_then(|branch| resolve(&git_dir, branch)),
+        // Without a remote, a repository whose only branch is `main`.
+        None => (git_ref == "heads/main").then(|| MAIN_WITHOUT_REMOTE.to_owned()),
     };
-    let sha = git_ref
-        .strip_prefix("heads/")
-        .and_then(|branch| resolve(&git_dir, branch));
     match sha {
         Some(sha) => Json(json!({
             "ref": format!("refs/{git_ref}"),
