@@ -1,23 +1,38 @@
 //! Rehearsals: the shipped workflow templates' steps run here, in order,
-//! with the runner's environment, against a real bare remote, the fake
-//! GitHub and the real longtx; the agent actions are stand-ins that keep
-//! each action's documented contract (`../shared/reference/real-systems.md`
-//! and `docs/github-facts.md`), refusals included:
+//! with the runner's environment (and its log, masks applied as the runner
+//! applies them), against a real bare remote, the fake GitHub and the real
+//! longtx. The actions are stand-ins that keep each action's documented
+//! contract (`../shared/reference/real-systems.md`), side effects and
+//! refusals included:
+//! - actions/checkout checks out `ref` (a commit id too) and, unless
+//!   `persist-credentials: false`, leaves the token in `.git/config` as an
+//!   `http.<server>.extraheader` (its README);
+//! - ruby/setup-ruby with `bundler-cache: true` installs the gems into
+//!   `$PWD/vendor/bundle` and writes `.bundle/config` (its bundler.js);
+//! - actions/upload-artifact zips a folder's files (hidden ones left out by
+//!   default), refuses a second artifact of the same name in a run, and
+//!   fails on `if-no-files-found: error` when there is nothing;
+//! - actions/download-artifact without a token downloads from this run;
 //! - claude-code-action edits files only when `claude_args` allows Edit or
 //!   Write; reads outside the workspace only in an `--add-dir`; refuses a
-//!   bot actor not in `allowed_bots`; without `github_token` it leaves
-//!   `origin` pointing at a revoked token; with `--json-schema` it returns
-//!   `structured_output`;
+//!   bot actor not in `allowed_bots`; rewrites `origin` with `github_token`
+//!   and hands that token to the agent's tools (src/github/operations/
+//!   git-config.ts), so a hostile agent holds it; with `--json-schema` it
+//!   returns `structured_output`;
 //! - codex-action reads `prompt-file`, edits only in `workspace-write`,
-//!   writes its final message to `output-file`, refuses a bot actor not in
-//!   `allow-bot-users`, and drops sudo for the rest of the job.
+//!   reaches the network only with `sandbox_workspace_write.network_access`
+//!   set through `codex-args`, writes its final message to `output-file`,
+//!   refuses a bot actor not in `allow-bot-users`, and drops sudo for the
+//!   rest of the job.
 
 mod tracking;
 
 use longtx_core::pre_review::PreReviewMode;
-use longtx_testkit::github_events::{pr_comment, round_run_completed, run_completed};
+use longtx_testkit::github_events::{
+    pr_comment, pre_review_run_completed, round_run_completed, run_completed,
+};
 use longtx_testkit::workflow_runner::{rehearse, Actions, GithubContext, Rehearsal, Report};
-use longtx_testkit::{GitRepo, APP_SLUG};
+use longtx_testkit::{FakeGitHub, GitRepo, APP_SLUG};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tracking::{repository_owned_by_alice, TempDir, Tracking};
@@ -26,16 +41,24 @@ use tracking::{repository_owned_by_alice, TempDir, Tracking};
 struct StandIns {
     remote: PathBuf,
     actor: String,
+    github: FakeGitHub,
     /// What a reviewing agent answers with `--json-schema`.
     verdict: serde_json::Value,
     calls: Vec<String>,
+    /// Tokens the agents' tools held.
+    agent_tokens: Vec<String>,
+    /// Whether Codex's sandbox let the agent reach the network.
+    codex_network: bool,
 }
 
 impl StandIns {
-    fn new(remote: &Path, actor: &str) -> StandIns {
+    fn new(remote: &Path, actor: &str, github: &FakeGitHub) -> StandIns {
         StandIns {
             remote: remote.to_owned(),
             actor: actor.to_owned(),
+            github: github.clone(),
+            agent_tokens: Vec::new(),
+            codex_network: false,
             verdict: serde_json::json!({
                 "addresses_bottleneck": true, "minimal_change": true, "preserves_behaviour": true,
                 "verdict": "pass", "reasons": ["the HTTP call now runs after commit"]
@@ -88,18 +111,19 @@ impl StandIns {
         let args = with.get("claude_args").cloned().unwrap_or_default();
         let tools = flag_values(&args, "--allowedTools");
         let dirs = flag_values(&args, "--add-dir");
-        if with.get("github_token").is_none_or(|t| t.is_empty()) {
-            // The action swapped in the Claude App's token and revoked it.
-            git(
-                &r.workspace,
-                &[
-                    "remote",
-                    "set-url",
-                    "origin",
-                    "https://x-access-token:revoked@github.invalid/acme/monolith.git",
-                ],
-            );
+        let token = with.get("github_token").cloned().unwrap_or_default();
+        if token.is_empty() {
+            // Without a token the action exchanges an OIDC token for the
+            // Claude App's, which needs `id-token: write`.
+            return Err("Could not fetch an OIDC token. Did you remember to add `id-token: write` to your workflow permissions?".into());
         }
+        // The action points origin at the token it was given; the agent's
+        // tools see it (GITHUB_TOKEN in their environment).
+        git(
+            &r.workspace,
+            &["remote", "set-url", "origin", &format!("https://x-access-token:{token}@github.example/acme/monolith.git")],
+        );
+        self.agent_tokens.push(token);
         let prompt = with.get("prompt").cloned().unwrap_or_default();
         let readable = |path: &Path| {
             path.starts_with(&r.workspace) || dirs.iter().any(|d| path.starts_with(d))
@@ -136,6 +160,11 @@ impl StandIns {
             let pattern_file = r.runner_temp.join("longtx/pattern.txt");
             if may("Write") && readable(&pattern_file) {
                 std::fs::write(pattern_file, "http-call-inside-transaction\n").unwrap();
+                std::fs::write(
+                    r.runner_temp.join("longtx/summary.md"),
+                    "Moved the warehouse call after the commit.\n",
+                )
+                .unwrap();
             }
         }
         Ok(outputs)
@@ -163,6 +192,15 @@ impl StandIns {
         if with.get("sandbox").map(String::as_str) != Some("read-only") {
             Self::edit(&r.workspace, &task);
         }
+        // `codex-args` as a JSON array (the action's parsing), each `-c`
+        // a config override.
+        let args: Vec<String> = with
+            .get("codex-args")
+            .filter(|a| a.trim_start().starts_with('['))
+            .map(|a| serde_json::from_str(a).expect("codex-args is a JSON array"))
+            .unwrap_or_default();
+        self.codex_network = with.get("sandbox").map(String::as_str) == Some("workspace-write")
+            && args.windows(2).any(|w| w[0] == "-c" && w[1] == "sandbox_workspace_write.network_access=true");
         // Codex's session file under its home (`codex-home`, else ~/.codex),
         // as openai/codex writes it: token_count events, `info` null on
         // the ones that carry only rate limits, totals cumulative.
@@ -200,6 +238,83 @@ impl StandIns {
     }
 }
 
+impl StandIns {
+    fn upload(
+        &mut self,
+        with: &BTreeMap<String, String>,
+        r: &Rehearsal,
+    ) -> Result<BTreeMap<String, String>, String> {
+        let name = with.get("name").cloned().unwrap_or("artifact".into());
+        let days: u32 = with.get("retention-days").map(|d| d.parse().map_err(|_| "retention-days is not a number".to_owned())).transpose()?.unwrap_or(90);
+        if !(1..=90).contains(&days) {
+            return Err(format!("retention-days {days} is outside 1..90"));
+        }
+        let root = PathBuf::from(with.get("path").ok_or("Input required and not supplied: path")?);
+        let hidden = with.get("include-hidden-files").map(String::as_str) == Some("true");
+        let mut files = Vec::new();
+        let mut stack = vec![root.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                let dot = entry.file_name().to_string_lossy().starts_with('.');
+                if dot && !hidden {
+                    continue;
+                }
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    let rel = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+                    files.push((rel, std::fs::read(&path).unwrap()));
+                }
+            }
+        }
+        if files.is_empty() {
+            return match with.get("if-no-files-found").map(String::as_str).unwrap_or("warn") {
+                "error" => Err(format!("No files were found with the provided path: {}. No artifacts will be uploaded.", root.display())),
+                _ => Ok(BTreeMap::new()),
+            };
+        }
+        let refs: Vec<(&str, &[u8])> = files.iter().map(|(n, c)| (n.as_str(), c.as_slice())).collect();
+        let zip = longtx_github::zip::write(&refs);
+        let overwrite = with.get("overwrite").map(String::as_str) == Some("true");
+        let id = self.github.store_artifact(r.github.run_id, &name, zip, overwrite)?;
+        Ok(BTreeMap::from([("artifact-id".to_owned(), id.to_string())]))
+    }
+
+    fn download(
+        &mut self,
+        with: &BTreeMap<String, String>,
+        r: &Rehearsal,
+    ) -> Result<BTreeMap<String, String>, String> {
+        let name = with.get("name").ok_or("download-artifact: name")?;
+        let dest = with.get("path").map(PathBuf::from).unwrap_or(r.workspace.clone());
+        let client = self.github.client(std::time::Duration::from_secs(5));
+        let repo: longtx_github::RepoName = "acme/monolith".parse().unwrap();
+        let run_id = r.github.run_id;
+        let files = tokio::runtime::Handle::current().block_on(async {
+            use longtx_github::GitHub;
+            let artifacts = client.run_artifacts(&repo, run_id).await.map_err(|e| e.to_string())?;
+            let artifact = artifacts
+                .iter()
+                .find(|a| &a.name == name)
+                .ok_or(format!("Unable to download artifact(s): Artifact not found for name: {name}"))?;
+            let zip = client.download_artifact(&repo, artifact.id, 1 << 24).await.map_err(|e| e.to_string())?;
+            longtx_github::zip::read(&zip, 1 << 24).map_err(|e| e.to_string())
+        })?;
+        for (path, content) in files {
+            let path = dest.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        Ok(BTreeMap::new())
+    }
+}
+
+fn base64_encode(text: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
 impl Actions for StandIns {
     fn run(
         &mut self,
@@ -227,11 +342,36 @@ impl Actions for StandIns {
                     ],
                 );
                 git(&r.workspace, &["checkout", "--quiet", &git_ref]);
+                if with.get("persist-credentials").map(String::as_str) != Some("false") {
+                    // README: "The auth token is persisted in the local git config."
+                    let basic = base64_encode(&format!("x-access-token:{}", r.github.token));
+                    git(
+                        &r.workspace,
+                        &["config", "--local", "http.https://github.example/.extraheader", &format!("AUTHORIZATION: basic {basic}")],
+                    );
+                }
                 Ok(BTreeMap::new())
             }
             "anthropics/claude-code-action" => self.claude(with, r),
             "openai/codex-action" => self.codex(with, r),
-            "ruby/setup-ruby" => Ok(BTreeMap::new()),
+            "ruby/setup-ruby" => {
+                if with.get("bundler-cache").map(String::as_str) == Some("true") {
+                    // bundler.js: `bundle config --local path $PWD/vendor/bundle`,
+                    // then `bundle install` into it.
+                    let gem = r.workspace.join("vendor/bundle/ruby/3.3.0/gems/rack-3.1.8/lib");
+                    std::fs::create_dir_all(&gem).unwrap();
+                    std::fs::write(gem.join("rack.rb"), "module Rack; end\n").unwrap();
+                    std::fs::create_dir_all(r.workspace.join(".bundle")).unwrap();
+                    std::fs::write(
+                        r.workspace.join(".bundle/config"),
+                        "---\nBUNDLE_PATH: \"vendor/bundle\"\nBUNDLE_DEPLOYMENT: \"true\"\n",
+                    )
+                    .unwrap();
+                }
+                Ok(BTreeMap::new())
+            }
+            "actions/upload-artifact" => self.upload(with, r),
+            "actions/download-artifact" => self.download(with, r),
             other => Err(format!("no stand-in for {other}")),
         }
     }
@@ -284,8 +424,9 @@ fn temp(name: &str) -> TempDir {
     TempDir(dir)
 }
 
-/// The dispatched run's inputs, with longtx's address the test's own.
-fn run_inputs(t: &Tracking, workflow: &str) -> BTreeMap<String, String> {
+/// The newest run dispatched for `workflow`: its id and inputs, with
+/// longtx's address the test's own.
+fn dispatched(t: &Tracking, workflow: &str) -> (u64, BTreeMap<String, String>) {
     let run = t
         .github
         .runs()
@@ -293,7 +434,7 @@ fn run_inputs(t: &Tracking, workflow: &str) -> BTreeMap<String, String> {
         .rev()
         .find(|r| r["workflow"] == workflow)
         .expect("a dispatched run");
-    run["inputs"]
+    let inputs = run["inputs"]
         .as_object()
         .unwrap()
         .iter()
@@ -304,13 +445,14 @@ fn run_inputs(t: &Tracking, workflow: &str) -> BTreeMap<String, String> {
                 .replace("http://127.0.0.1:8080", &t.app.base_url);
             (k.clone(), v)
         })
-        .collect()
+        .collect();
+    (run["id"].as_u64().unwrap(), inputs)
 }
 
 fn rehearsal(
     t: &Tracking,
     workflow: &Path,
-    inputs: BTreeMap<String, String>,
+    (run_id, inputs): (u64, BTreeMap<String, String>),
     actor: &str,
     dirs: &TempDir,
 ) -> Rehearsal {
@@ -345,15 +487,14 @@ fn rehearsal(
         github: GithubContext {
             repository: "acme/monolith".into(),
             ref_name: "main".into(),
-            // The run's Actions token, with the workflow's permissions
-            // (pushes go to the local remote).
+            // The run's Actions token, with the job's permissions.
             token: t
                 .github
                 .actions_token(&std::fs::read_to_string(workflow).unwrap()),
             api_url: t.github.url.clone(),
             server_url: "https://github.example".into(),
             actor: actor.into(),
-            run_id: 9001,
+            run_id,
         },
         workspace,
         runner_temp,
@@ -366,11 +507,13 @@ fn rehearsal(
 
 /// Rehearses on a blocking thread (the steps call the fake GitHub and
 /// longtx, which answer on this runtime), with the run's actor.
-async fn run(r: Rehearsal, repo: &mut GitRepo) -> Report {
-    let remote = repo.bare();
+async fn run(r: Rehearsal, t: &Tracking, repo: &mut GitRepo) -> (Report, StandIns) {
+    let remote = repo.bare_path();
+    let github = t.github.clone();
     tokio::task::spawn_blocking(move || {
-        let mut actions = StandIns::new(&remote, &r.github.actor.clone());
-        rehearse(&r, &mut actions).expect("the template is one the rehearsal can run")
+        let mut actions = StandIns::new(&remote, &r.github.actor.clone(), &github);
+        let report = rehearse(&r, &mut actions).expect("the template is one the rehearsal can run");
+        (report, actions)
     })
     .await
     .unwrap()
@@ -382,102 +525,176 @@ fn shipped(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Dispatch, rehearse the fix template, deliver the run's completion:
-/// the report, and the job once longtx has acted.
-async fn fix_round(
-    template: &str,
-    actor: &str,
-    name: &str,
-) -> (Report, Tracking, i64, GitRepo, TempDir) {
+/// What holds for every agent run: the Actions token may not write, the
+/// checkout keeps no credentials, the gems stay out of the artifact, and
+/// no step's log shows a token.
+async fn the_run_holds_no_power_and_leaks_nothing(report: &Report, r_token: &str, job_token: &str, t: &Tracking, dirs: &TempDir) {
+    assert!(report.succeeded, "{report:?}");
+    assert_eq!(report.permissions["contents"], "read", "{:?}", report.permissions);
+    assert!(
+        !["write", "admin"].iter().any(|w| report.permissions.to_string().contains(w)),
+        "no write permission: {:?}",
+        report.permissions
+    );
+    let config = std::fs::read_to_string(dirs.0.join("workspace/.git/config")).unwrap();
+    assert!(!config.contains("extraheader"), "checkout left credentials: {config}");
+    for step in &report.steps {
+        for (what, token) in [("the job token", job_token), ("the Actions token", r_token)] {
+            assert!(!step.log.contains(token), "{what} is in the log of {:?}:\n{}", step.name, step.log);
+        }
+    }
+    // What a hostile agent would do with the token its tools hold.
+    let status = t
+        .app
+        .client
+        .post(format!("{}/repos/acme/monolith/git/refs", t.github.url))
+        .bearer_auth(r_token)
+        .json(&serde_json::json!({"ref": "refs/heads/main-evil", "sha": "0".repeat(40)}))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 403, "the run's token may not write");
+}
+
+/// The files of the run's uploaded result.
+async fn uploaded(t: &Tracking, run_id: u64) -> BTreeMap<String, Vec<u8>> {
+    use longtx_github::GitHub;
+    let client = t.github.client(std::time::Duration::from_secs(5));
+    let repo: longtx_github::RepoName = "acme/monolith".parse().unwrap();
+    let artifacts = client.run_artifacts(&repo, run_id).await.unwrap();
+    assert_eq!(artifacts.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["longtx-result"]);
+    let zip = client.download_artifact(&repo, artifacts[0].id, 1 << 24).await.unwrap();
+    longtx_github::zip::read(&zip, 1 << 24).unwrap()
+}
+
+/// Round 0 and round 1 of a fix template, end to end: dispatch, rehearse,
+/// the run's completion, longtx's commit and PR; then a person asks for a
+/// spec, round 1 is rehearsed on the new head, and longtx commits again.
+async fn rounds_0_and_1(template: &str, name: &str) -> (Tracking, i64, Vec<StandIns>) {
+    let actor = format!("{APP_SLUG}[bot]");
     let mut repo = repository_owned_by_alice(name);
     let t = Tracking::start(&repo.bare(), |_| {}).await;
     t.github.set_pull_files(101, &[("app/models/order.rb", 2)]);
     let job = t.job_with_agent_running("admin/users#update").await;
-    let dirs = temp(name);
-    let r = rehearsal(
-        &t,
-        &shipped(template),
-        run_inputs(&t, "long-transaction-fix.yml"),
-        actor,
-        &dirs,
-    );
-    let report = run(r, &mut repo).await;
-    t.deliver(
-        "workflow_run",
-        &format!("{name}-done"),
-        &run_completed(job, 9001, "success"),
-    )
-    .await;
-    (report, t, job, repo, dirs)
-}
+    let mut stand_ins = Vec::new();
 
-#[tokio::test]
-async fn the_claude_template_pushes_the_branch_and_longtx_opens_one_reviewed_pr() {
-    let actor = format!("{APP_SLUG}[bot]");
-    let (report, t, job, _repo, _dirs) =
-        fix_round("long-transaction-fix.yml", &actor, "claude").await;
-    assert!(report.succeeded, "{report:?}");
-    assert!(
-        report.summary.contains(&format!("Pushed longtx/{job}")),
-        "{report:?}"
-    );
-    let reviewed = t
-        .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
+    // Round 0.
+    let dirs = temp(&format!("{name}-0"));
+    let (run_id, inputs) = dispatched(&t, "long-transaction-fix.yml");
+    let job_token = inputs["prompt_token"].clone();
+    let r = rehearsal(&t, &shipped(template), (run_id, inputs.clone()), &actor, &dirs);
+    let actions_token = r.github.token.clone();
+    let (report, actions) = run(r, &t, &mut repo).await;
+    the_run_holds_no_power_and_leaks_nothing(&report, &actions_token, &job_token, &t, &dirs).await;
+    let files = uploaded(&t, run_id).await;
+    let patch = String::from_utf8_lossy(&files["patch.diff"]).into_owned();
+    assert!(patch.contains("app/models/order.rb"), "{patch}");
+    assert!(!patch.contains("vendor/bundle") && !patch.contains(".bundle/config"), "the gems are not the agent's work: {patch}");
+    let result: serde_json::Value = serde_json::from_slice(&files["result.json"]).unwrap();
+    assert_eq!(result["base"], inputs["base_sha"].as_str());
+    stand_ins.push(actions);
+    t.deliver("workflow_run", &format!("{name}-0-done"), &run_completed(job, run_id, "success"))
         .await;
+    let reviewed = t.wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested")).await;
     assert_eq!(reviewed.state, "in_review", "{reviewed:?}");
     let pulls = t.github.opened_pulls();
     assert_eq!(pulls.len(), 1);
-    let body = pulls[0]["body"].as_str().unwrap();
-    assert!(body.contains(&format!("<!-- longtx-job: {job} -->")));
-    assert!(
-        body.contains("`http-call-inside-transaction`"),
-        "the trailer names the pattern: {body}"
-    );
-    assert_eq!(
-        t.github.labels_on(pulls[0]["number"].as_u64().unwrap()),
-        vec!["longtx"]
-    );
-    assert_eq!(t.github.review_requests().len(), 1);
-    let cost = t.app.store.job_cost(job).await.unwrap();
-    assert_eq!(
-        (cost.runs, cost.cost_usd, cost.turns),
-        (1, 0.42, 7),
-        "the run reported its cost"
-    );
+    let number = pulls[0]["number"].as_u64().unwrap();
+    assert_eq!(t.github.api_commits().len(), 1, "one longtx commit for round 0");
+    let first_head = t.branch_head(&mut repo, job).unwrap();
+
+    // A reviewer asks for a spec: round 1 on the new head.
+    let ask = pr_comment(number, 900, "alice", "User", "/longtx revise\nAdd a spec that the warehouse hears after commit.");
+    let (_, answer) = t.deliver("issue_comment", &format!("{name}-ask"), &ask).await;
+    assert_eq!(answer["outcome"], "revision_requested", "{answer}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !t.github.runs().iter().any(|r| r["inputs"]["round"] == "1") {
+        assert!(std::time::Instant::now() < deadline, "no round dispatched");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (run_1, inputs) = dispatched(&t, "long-transaction-fix.yml");
+    assert_eq!(inputs["round"], "1");
+    assert_eq!(inputs["base_sha"], first_head, "round 1 starts from the head longtx committed");
+    let job_token = inputs["prompt_token"].clone();
+    let dirs = temp(&format!("{name}-1"));
+    let r = rehearsal(&t, &shipped(template), (run_1, inputs), &actor, &dirs);
+    let actions_token = r.github.token.clone();
+    let (report, actions) = run(r, &t, &mut repo).await;
+    the_run_holds_no_power_and_leaks_nothing(&report, &actions_token, &job_token, &t, &dirs).await;
+    let prompt = std::fs::read_to_string(dirs.0.join("runner-temp/longtx/prompt.md")).unwrap();
+    assert!(prompt.contains("> Add a spec that the warehouse hears after commit."), "{prompt}");
+    stand_ins.push(actions);
+    // Wait until longtx recorded the round's run, as GitHub's event comes later.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while t.app.store.rounds_of(job).await.unwrap()[0].state != "running" {
+        assert!(std::time::Instant::now() < deadline, "the round never ran");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    t.deliver("workflow_run", &format!("{name}-1-done"), &round_run_completed(job, 1, run_1, "success"))
+        .await;
+    let moved = t.wait_for(job, |j| j.pr_head_sha.as_deref() != Some(first_head.as_str())).await;
+    let commits = t.github.api_commits();
+    assert_eq!(commits.len(), 2, "one longtx commit per round: {commits:?}");
+    assert_eq!(commits[1]["parent"], first_head.as_str());
+    assert_eq!(moved.pr_head_sha.as_deref(), commits[1]["oid"].as_str());
+    assert!(commits[1]["message"].as_str().unwrap().contains("Longtx-Round: 1"));
+    let rounds = t.app.store.rounds_of(job).await.unwrap();
+    assert_eq!(rounds[0].state, "pushed", "{rounds:?}");
+    assert_eq!(t.github.opened_pulls().len(), 1, "the PR is opened once");
+    (t, job, stand_ins)
 }
 
 #[tokio::test]
-async fn the_template_as_it_was_fails_the_rehearsal_without_github_token() {
-    // Without `github_token` the action revokes its own token: the push fails.
+async fn the_claude_template_proposes_and_longtx_commits_round_0_and_round_1() {
+    let (t, job, _) = rounds_0_and_1("long-transaction-fix.yml", "claude").await;
+    let body = t.github.opened_pulls()[0]["body"].as_str().unwrap().to_owned();
+    assert!(body.contains(&format!("<!-- longtx-job: {job} -->")));
+    assert!(body.contains("`http-call-inside-transaction`"), "the result names the pattern: {body}");
+    assert!(body.contains("> Moved the warehouse call after the commit."), "{body}");
+    let cost = t.app.store.job_cost(job).await.unwrap();
+    assert_eq!((cost.runs, cost.cost_usd, cost.turns), (2, 0.84, 14), "both runs' cost, from their results");
+}
+
+#[tokio::test]
+async fn the_codex_template_proposes_with_the_database_in_reach_and_setup_first() {
+    let (t, job, stand_ins) = rounds_0_and_1("long-transaction-fix.codex.yml", "codex").await;
+    assert!(stand_ins.iter().all(|s| s.codex_network), "the specs reach the database service");
+    // drop-sudo: nothing after the agent may need root.
+    let text = std::fs::read_to_string(shipped("long-transaction-fix.codex.yml")).unwrap();
+    let after_agent = &text[text.find("uses: openai/codex-action").unwrap()..];
+    assert!(!after_agent.contains("sudo "), "a step after codex-action uses sudo");
+    assert!(text.find("uses: ruby/setup-ruby").unwrap() < text.find("uses: openai/codex-action").unwrap());
+    let body = t.github.opened_pulls()[0]["body"].as_str().unwrap().to_owned();
+    assert!(body.contains("`http-call-inside-transaction`"), "{body}");
+    assert!(body.contains("> Moved the call after commit."), "{body}");
+    // The session file's last totals, priced with the repository's vars:
+    // (26549 - 24448) x 1.25 + 24448 x 0.125 + 1590 x 10, per million; twice.
+    let cost = t.app.store.job_cost(job).await.unwrap();
+    assert_eq!((cost.runs, cost.tokens), (2, 2 * (26549 + 1590)), "{cost:?}");
+    assert!((cost.cost_usd - 2.0 * 0.02158225).abs() < 1e-9, "{cost:?}");
+}
+
+#[tokio::test]
+async fn an_older_template_is_refused_at_dispatch_with_a_reason_that_names_the_new_one() {
+    // The copy on the default branch predates `base_sha`.
     let text = std::fs::read_to_string(shipped("long-transaction-fix.yml")).unwrap();
-    let broken: String = text
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("github_token:"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let dir = temp("broken-template");
-    let path = dir.0.join("long-transaction-fix.yml");
-    std::fs::write(&path, broken).unwrap();
-    let mut repo = repository_owned_by_alice("broken");
+    let start = text.find("      base_sha:").unwrap();
+    let end = start + text[start..].find("type: string").unwrap() + "type: string\n".len();
+    let old = format!("{}{}", &text[..start], &text[end..]);
+    let mut repo = repository_owned_by_alice("old-template");
+    repo.commit(&[(".github/workflows/long-transaction-fix.yml", &old)], "Alice", "alice@example.com", 1);
     let t = Tracking::start(&repo.bare(), |_| {}).await;
-    t.job_with_agent_running("admin/users#update").await;
-    let dirs = temp("broken");
-    let r = rehearsal(
-        &t,
-        &path,
-        run_inputs(&t, "long-transaction-fix.yml"),
-        "alice",
-        &dirs,
+    let hook = longtx_testkit::payloads::AmWebhook::with(
+        longtx_testkit::payloads::AmAlert::firing("admin/users#update").table("orders").value(150.0),
     );
-    let report = run(r, &mut repo).await;
-    assert!(!report.succeeded);
-    assert!(
-        report
-            .step("Commit and push longtx/<job_id>")
-            .stderr
-            .contains("github.invalid"),
-        "{report:?}"
-    );
+    let body: serde_json::Value = t.app.post_json("/webhooks/alertmanager", &hook.to_json()).await.json().await.unwrap();
+    let job = body["results"][0]["job_id"].as_i64().unwrap();
+    let failed = t.wait_for(job, |j| j.state == "failed").await;
+    let reason = failed.state_reason.unwrap_or_default();
+    assert!(reason.contains("base_sha"), "{reason}");
+    assert!(reason.contains(".github/workflows/long-transaction-fix.yml"), "{reason}");
+    assert!(t.github.runs().is_empty());
 }
 
 #[tokio::test]
@@ -489,12 +706,12 @@ async fn an_app_dispatch_is_refused_by_the_action_unless_the_slug_is_an_allowed_
     let mut r = rehearsal(
         &t,
         &shipped("long-transaction-fix.yml"),
-        run_inputs(&t, "long-transaction-fix.yml"),
+        dispatched(&t, "long-transaction-fix.yml"),
         "other-app[bot]",
         &dirs,
     );
     r.vars.clear();
-    let report = run(r, &mut repo).await;
+    let (report, _) = run(r, &t, &mut repo).await;
     assert!(!report.succeeded);
     assert!(
         format!("{report:?}").contains("non-human actor"),
@@ -503,162 +720,53 @@ async fn an_app_dispatch_is_refused_by_the_action_unless_the_slug_is_an_allowed_
 }
 
 #[tokio::test]
-async fn the_codex_template_pushes_the_branch_with_the_pattern_and_setup_comes_first() {
-    let actor = format!("{APP_SLUG}[bot]");
-    let (report, t, job, _repo, _dirs) =
-        fix_round("long-transaction-fix.codex.yml", &actor, "codex").await;
-    assert!(report.succeeded, "{report:?}");
-    // drop-sudo: nothing after the agent may need root.
-    let text = std::fs::read_to_string(shipped("long-transaction-fix.codex.yml")).unwrap();
-    let after_agent = &text[text.find("uses: openai/codex-action").unwrap()..];
-    assert!(
-        !after_agent.contains("sudo "),
-        "a step after codex-action uses sudo"
-    );
-    assert!(
-        text.find("uses: ruby/setup-ruby").unwrap()
-            < text.find("uses: openai/codex-action").unwrap()
-    );
-    let reviewed = t.wait_for(job, |j| j.state == "in_review").await;
-    assert_eq!(reviewed.state, "in_review");
-    let body = t.github.opened_pulls()[0]["body"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(body.contains("`http-call-inside-transaction`"), "{body}");
-    // The session file's last totals, priced with the repository's vars:
-    // (26549 - 24448) x 1.25 + 24448 x 0.125 + 1590 x 10, per million.
-    let cost = t.app.store.job_cost(job).await.unwrap();
-    assert_eq!((cost.runs, cost.tokens), (1, 26549 + 1590), "{cost:?}");
-    assert!((cost.cost_usd - 0.02158225).abs() < 1e-9, "{cost:?}");
-}
-
-#[tokio::test]
-async fn the_pre_review_template_posts_the_structured_verdict_and_people_are_asked() {
+async fn the_pre_review_template_uploads_the_verdict_longtx_reads_it_and_the_check_job_publishes_it() {
     let mut repo = repository_owned_by_alice("review");
     let t = Tracking::start_pre_review(&repo.bare(), PreReviewMode::On).await;
     t.github.set_pull_files(101, &[("app/models/order.rb", 2)]);
     let job = t.job_with_agent_running("admin/users#update").await;
-    tracking::push_fix_branch(&mut repo, job, None);
-    t.deliver(
-        "workflow_run",
-        "review-done",
-        &run_completed(job, 9001, "success"),
-    )
-    .await;
+    let run_id = t.propose_fix(&mut repo, job, None);
+    t.deliver("workflow_run", "review-done", &run_completed(job, run_id, "success"))
+        .await;
     let waiting = t.wait_for(job, |j| j.state == "pre_review").await;
     assert_eq!(waiting.state, "pre_review");
-    // Wait for the reviewing run to be dispatched.
+    let head = t.branch_head(&mut repo, job).unwrap();
+    // Wait for the reviewing run to be dispatched and recorded.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !t
-        .github
-        .runs()
-        .iter()
-        .any(|r| r["workflow"] == "long-transaction-pre-review.yml")
-    {
+    while t.job(job).await.pre_review_state.as_deref() != Some("dispatched") {
         assert!(std::time::Instant::now() < deadline, "no pre-review run");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+    let (review_run, inputs) = dispatched(&t, "long-transaction-pre-review.yml");
+    let job_token = inputs["prompt_token"].clone();
     let dirs = temp("review");
-    let r = rehearsal(
-        &t,
-        &shipped("long-transaction-pre-review.yml"),
-        run_inputs(&t, "long-transaction-pre-review.yml"),
-        "alice",
-        &dirs,
-    );
-    let report = run(r, &mut repo).await;
-    assert!(report.succeeded, "{report:?}");
-    let reviewed = t
-        .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
+    let mut r = rehearsal(&t, &shipped("long-transaction-pre-review.yml"), (review_run, inputs.clone()), "alice", &dirs);
+    r.job = Some("review".into());
+    let actions_token = r.github.token.clone();
+    let (report, _) = run(r, &t, &mut repo).await;
+    the_run_holds_no_power_and_leaks_nothing(&report, &actions_token, &job_token, &t, &dirs).await;
+    assert!(t.github.check_runs().is_empty(), "the reviewing job cannot publish checks");
+
+    t.github.complete_run(review_run, "success");
+    t.deliver("workflow_run", "review-run-done", &pre_review_run_completed(job, &head, review_run, "success"))
         .await;
+    let reviewed = t.wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested")).await;
     assert_eq!(reviewed.state, "in_review", "{reviewed:?}");
+    let cost = t.app.store.job_cost(job).await.unwrap();
+    assert_eq!(cost.runs, 2, "the fix and the review each count once: {cost:?}");
+
+    // The check job: no agent, `checks: write`, reads the verdict from this run.
+    let dirs = temp("review-check");
+    let mut r = rehearsal(&t, &shipped("long-transaction-pre-review.yml"), (review_run, inputs), "alice", &dirs);
+    r.job = Some("check".into());
+    r.github.token = t.github.actions_token_for(
+        &std::fs::read_to_string(shipped("long-transaction-pre-review.yml")).unwrap(),
+        Some("check"),
+    );
+    let (report, _) = run(r, &t, &mut repo).await;
+    assert!(report.succeeded, "{report:?}");
     let checks = t.github.check_runs();
     assert_eq!(checks.len(), 1);
     assert_eq!(checks[0]["conclusion"], "success");
-    assert_eq!(
-        checks[0]["head_sha"],
-        reviewed.pr_head_sha.unwrap().as_str()
-    );
-}
-
-#[tokio::test]
-async fn the_claude_template_answers_a_revision_round_on_the_existing_branch() {
-    let actor = format!("{APP_SLUG}[bot]");
-    let (_, t, job, mut repo, _dirs) =
-        fix_round("long-transaction-fix.yml", &actor, "claude-round").await;
-    t.wait_for(job, |j| j.state == "in_review").await;
-    let number = t.github.opened_pulls()[0]["number"].as_u64().unwrap();
-    let branch = format!("longtx/{job}");
-    let remote = repo.bare();
-    let first_head = git(&remote, &["rev-parse", &branch]);
-    // A reviewer asks for a spec.
-    let ask = pr_comment(
-        number,
-        900,
-        "alice",
-        "User",
-        "/longtx revise\nAdd a spec that the warehouse hears after commit.",
-    );
-    let (_, answer) = t.deliver("issue_comment", "round-ask", &ask).await;
-    assert_eq!(answer["outcome"], "revision_requested", "{answer}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !t.github.runs().iter().any(|r| r["inputs"]["round"] == "1") {
-        assert!(std::time::Instant::now() < deadline, "no round dispatched");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    let inputs = run_inputs(&t, "long-transaction-fix.yml");
-    assert_eq!(inputs["round"], "1");
-    let dirs = temp("claude-round-2");
-    let r = rehearsal(
-        &t,
-        &shipped("long-transaction-fix.yml"),
-        inputs,
-        &actor,
-        &dirs,
-    );
-    let report = run(r, &mut repo).await;
-    assert!(report.succeeded, "{report:?}");
-    let prompt = std::fs::read_to_string(dirs.0.join("runner-temp/longtx/prompt.md")).unwrap();
-    assert!(
-        prompt.contains("> Add a spec that the warehouse hears after commit."),
-        "{prompt}"
-    );
-    // One more commit on top of the first, not a new branch from main.
-    let log = git(
-        &remote,
-        &["log", "--format=%s%n%b", &format!("main..{branch}")],
-    );
-    assert_eq!(
-        git(
-            &remote,
-            &["rev-list", "--count", &format!("main..{branch}")]
-        ),
-        "2",
-        "{log}"
-    );
-    assert_eq!(
-        git(&remote, &["rev-parse", &format!("{branch}~1")]),
-        first_head
-    );
-    assert!(
-        log.starts_with("Answer review round 1 on admin/users#update"),
-        "{log}"
-    );
-    assert!(log.contains("Longtx-Round: 1"), "{log}");
-    let new_head = git(&remote, &["rev-parse", &branch]);
-
-    t.deliver(
-        "workflow_run",
-        "round-1-done",
-        &round_run_completed(job, 1, 9002, "success"),
-    )
-    .await;
-    let reviewed = t
-        .wait_for(job, |j| j.pr_head_sha.as_deref() == Some(new_head.as_str()))
-        .await;
-    assert_eq!(reviewed.pr_head_sha.as_deref(), Some(new_head.as_str()));
-    let rounds = t.app.store.rounds_of(job).await.unwrap();
-    assert_eq!(rounds[0].state, "pushed", "{rounds:?}");
-    assert_eq!(rounds[0].head_after.as_deref(), Some(new_head.as_str()));
+    assert_eq!(checks[0]["head_sha"], head.as_str());
 }

@@ -348,7 +348,7 @@ impl<G: GitHub> Dispatcher<G> {
         tracing::error!(error = %err, "dispatch failed for good");
         if let Err(store_err) = self
             .store
-            .record_dispatch_failed(job.id, &err.to_string(), request)
+            .record_dispatch_failed(job.id, &explain(&err), request)
             .await
         {
             tracing::warn!(error = %store_err, "recording the failure failed");
@@ -449,6 +449,19 @@ pub fn fix_inputs(job: &ClaimedJob, public_url: &str) -> BTreeMap<String, String
         job.base_sha.clone().unwrap_or_default(),
     );
     inputs
+}
+
+/// A final dispatch error as the job page says it. GitHub refuses inputs
+/// the workflow does not declare: the workflow on the dispatch ref is a
+/// copy of an older template, and the fix is to copy the new one.
+pub(crate) fn explain(err: &GitHubError) -> String {
+    match err {
+        GitHubError::Refused { status: 422, message } if message.contains("Unexpected inputs") => format!(
+            "{err}: the workflow on the dispatch ref is older than this longtx; copy the shipped \
+             .github/workflows/long-transaction-fix.yml (or its Codex or Devin edition) again (README: Upgrading)"
+        ),
+        _ => err.to_string(),
+    }
 }
 
 /// A per-job secret for the prompt fetch: 32 random bytes, hex.

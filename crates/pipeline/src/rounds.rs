@@ -122,7 +122,7 @@ impl<G: GitHub> Dispatcher<G> {
                     .record_round_dispatch_failed(
                         round.job_id,
                         round.round,
-                        &err.to_string(),
+                        &crate::dispatch::explain(&err),
                         &serde_json::json!({"round": round.round}),
                     )
                     .await;

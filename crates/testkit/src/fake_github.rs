@@ -144,10 +144,18 @@ impl FakeGitHub {
     /// workflow's `permissions` (job-level first) grant, nothing else, as
     /// GitHub documents for "Permissions for the GITHUB_TOKEN".
     pub fn actions_token(&self, workflow_yaml: &str) -> String {
+        self.actions_token_for(workflow_yaml, None)
+    }
+
+    /// As [`FakeGitHub::actions_token`], for job `job` (the first when `None`).
+    pub fn actions_token_for(&self, workflow_yaml: &str, job: Option<&str>) -> String {
         let doc: serde_yaml::Value = serde_yaml::from_str(workflow_yaml).expect("workflow YAML");
         let job_permissions = doc["jobs"]
             .as_mapping()
-            .and_then(|jobs| jobs.values().next())
+            .and_then(|jobs| match job {
+                Some(name) => jobs.get(name),
+                None => jobs.values().next(),
+            })
             .map(|job| job["permissions"].clone())
             .filter(|p| !p.is_null());
         let permissions = job_permissions.unwrap_or_else(|| doc["permissions"].clone());

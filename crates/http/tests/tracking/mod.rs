@@ -173,6 +173,9 @@ pub fn repository_owned_by_alice(name: &str) -> longtx_testkit::GitRepo {
         &[
             (".github/CODEOWNERS", "app/models/ @alice\n"),
             ("app/models/order.rb", "class Order; end\n"),
+            // setup-ruby's bundler cache needs a lockfile.
+            ("Gemfile", "source \"https://rubygems.org\"\ngem \"rails\"\n"),
+            ("Gemfile.lock", "GEM\n  remote: https://rubygems.org/\n  specs:\n    rails (8.0.0)\n"),
             (
                 ".github/workflows/long-transaction-fix.yml",
                 &longtx_testkit::shipped_workflow("long-transaction-fix.yml"),
