@@ -15,6 +15,10 @@ pub struct InputSpec {
     pub default: Option<serde_yaml::Value>,
 }
 
+/// A job's time limit when `timeout-minutes` is unset (docs "Workflow
+/// syntax": 360 minutes).
+pub const DEFAULT_TIMEOUT_MINUTES: u64 = 360;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkflowFile {
     pub run_name: Option<String>,
@@ -22,6 +26,14 @@ pub struct WorkflowFile {
     pub dispatch_inputs: Option<BTreeMap<String, InputSpec>>,
     /// Every `secrets.NAME` the file uses, but `GITHUB_TOKEN`.
     pub secrets: BTreeSet<String>,
+    /// The secrets a run cannot do without: those its header declares
+    /// (`# longtx-secrets: A, B`), else every one it uses.
+    pub required_secrets: BTreeSet<String>,
+    /// Each job's `timeout-minutes` (GitHub's default, 360, when unset).
+    pub timeout_minutes: BTreeMap<String, u64>,
+    /// Whether the file names `vars.LONGTX_APP_SLUG` (as `allowed_bots` or
+    /// `allow-bot-users`): an App's runs need it set.
+    pub uses_app_slug: bool,
     /// Every `uses:` of its steps.
     pub actions: BTreeSet<String>,
 }
@@ -66,6 +78,34 @@ impl WorkflowFile {
                 secrets.insert(name);
             }
         }
+        let declared: Option<BTreeSet<String>> = text.lines().find_map(|line| {
+            line.trim_start()
+                .strip_prefix("# longtx-secrets:")
+                .map(|names| {
+                    names
+                        .split(',')
+                        .map(|n| n.trim().to_owned())
+                        .filter(|n| !n.is_empty())
+                        .collect()
+                })
+        });
+        let required_secrets = declared.unwrap_or_else(|| secrets.clone());
+        let timeout_minutes = doc
+            .get("jobs")
+            .and_then(|j| j.as_mapping())
+            .map(|jobs| {
+                jobs.iter()
+                    .filter_map(|(name, job)| {
+                        let minutes = job
+                            .get("timeout-minutes")
+                            .and_then(|t| t.as_u64())
+                            .unwrap_or(DEFAULT_TIMEOUT_MINUTES);
+                        Some((name.as_str()?.to_owned(), minutes))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let uses_app_slug = text.contains("vars.LONGTX_APP_SLUG");
         let actions = text
             .lines()
             .filter_map(|line| {
@@ -77,6 +117,9 @@ impl WorkflowFile {
             run_name,
             dispatch_inputs,
             secrets,
+            required_secrets,
+            timeout_minutes,
+            uses_app_slug,
             actions,
         })
     }

@@ -12,7 +12,7 @@ pub mod zip;
 
 pub use longtx_core::revision::round_run_marker;
 pub use octo::{Credentials, OctocrabGitHub};
-pub use probe::{Grants, Hook};
+pub use probe::{Grants, Hook, SecretNames};
 
 /// Items per page on list calls; lists longer than `MAX_PAGES` pages are cut.
 pub const PER_PAGE: usize = 100;

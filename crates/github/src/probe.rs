@@ -113,6 +113,105 @@ impl OctocrabGitHub {
             .collect())
     }
 
+    /// Secret names a run of the repository can use, from every place
+    /// GitHub keeps them: the repository's own, the organisation's shared
+    /// with it, and each environment's. `None` where longtx may not look.
+    pub async fn all_secret_names(&self, repo: &RepoName) -> Result<SecretNames, GitHubError> {
+        #[derive(Deserialize)]
+        struct Secret {
+            name: String,
+        }
+        #[derive(Deserialize)]
+        struct Secrets {
+            secrets: Vec<Secret>,
+        }
+        #[derive(Deserialize)]
+        struct Environment {
+            name: String,
+        }
+        #[derive(Deserialize)]
+        struct Environments {
+            #[serde(default)]
+            environments: Vec<Environment>,
+        }
+        let names = |path: String| async move {
+            match self.send("GET", &path, None).await {
+                Ok((_, text)) => Ok(Some(
+                    parse::<Secrets>(&text)?.secrets.into_iter().map(|s| s.name).collect::<Vec<_>>(),
+                )),
+                Err(GitHubError::Refused { status: 403 | 404, .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        };
+        let repository = names(format!("/repos/{repo}/actions/secrets?per_page={PER_PAGE}")).await?;
+        let organization =
+            names(format!("/repos/{repo}/actions/organization-secrets?per_page={PER_PAGE}")).await?;
+        let environments = match self
+            .send("GET", &format!("/repos/{repo}/environments?per_page={PER_PAGE}"), None)
+            .await
+        {
+            Ok((_, text)) => {
+                let mut all = Vec::new();
+                for env in parse::<Environments>(&text)?.environments {
+                    let path = format!(
+                        "/repos/{repo}/environments/{}/secrets?per_page={PER_PAGE}",
+                        crate::octo::query_escape(&env.name).replace('/', "%2F")
+                    );
+                    all.extend(names(path).await?.unwrap_or_default());
+                }
+                Some(all)
+            }
+            Err(GitHubError::Refused { status: 403 | 404, .. }) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(SecretNames {
+            repository,
+            organization,
+            environments,
+        })
+    }
+
+    /// An Actions variable's value as the repository's runs see it: its
+    /// own, else the organisation's shared with it. `Err` 403 when longtx
+    /// may not read variables.
+    pub async fn actions_variable(&self, repo: &RepoName, name: &str) -> Result<Option<String>, GitHubError> {
+        #[derive(Deserialize)]
+        struct Variable {
+            name: String,
+            value: String,
+        }
+        #[derive(Deserialize)]
+        struct Variables {
+            variables: Vec<Variable>,
+        }
+        match self
+            .send("GET", &format!("/repos/{repo}/actions/variables/{name}"), None)
+            .await
+        {
+            Ok((_, text)) => return Ok(Some(parse::<Variable>(&text)?.value)),
+            Err(GitHubError::Refused { status: 404, .. }) => {}
+            Err(e) => return Err(e),
+        }
+        for page in 1..=MAX_PAGES {
+            let path = format!("/repos/{repo}/actions/organization-variables?per_page=30&page={page}");
+            let (_, text) = match self.send("GET", &path, None).await {
+                Ok(answer) => answer,
+                // Not in an organisation, or none shared.
+                Err(GitHubError::Refused { status: 404, .. }) => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            let variables = parse::<Variables>(&text)?.variables;
+            let last = variables.len() < 30;
+            if let Some(v) = variables.into_iter().find(|v| v.name == name) {
+                return Ok(Some(v.value));
+            }
+            if last {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
     /// A repository's webhooks (a token's set-up; an App has one hook of
     /// its own, see [`Self::app_hook`]).
     pub async fn repo_hooks(&self, repo: &RepoName) -> Result<Vec<Hook>, GitHubError> {
@@ -222,6 +321,31 @@ impl OctocrabGitHub {
                 })
             }
         }
+    }
+}
+
+/// Where a repository's runs find secrets, by name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SecretNames {
+    pub repository: Option<Vec<String>>,
+    pub organization: Option<Vec<String>>,
+    pub environments: Option<Vec<String>>,
+}
+
+impl SecretNames {
+    /// Every name found anywhere.
+    pub fn all(&self) -> Vec<&str> {
+        [&self.repository, &self.organization, &self.environments]
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// True when no place could be listed.
+    pub fn none_readable(&self) -> bool {
+        self.repository.is_none() && self.organization.is_none() && self.environments.is_none()
     }
 }
 

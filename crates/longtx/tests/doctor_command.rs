@@ -88,7 +88,10 @@ async fn a_deployment_set_up_as_readme_says_passes() {
         &longtx_testkit::shipped_workflow("long-transaction-fix.yml"),
     );
     let github = FakeGitHub::start().await.with_remote(&repo.bare_path());
-    github.set_actions_secrets(&["ANTHROPIC_API_KEY"]);
+    // The key is an organisation secret shared with the repository, and the
+    // slug an organisation variable: both count.
+    github.set_org_secrets(&["ANTHROPIC_API_KEY"]);
+    github.set_org_variable("LONGTX_APP_SLUG", longtx_testkit::APP_SLUG);
     github.set_app_hook(
         &format!("{PUBLIC_URL}/webhooks/github"),
         &[
@@ -166,4 +169,46 @@ async fn every_misconfiguration_is_named_with_its_fix() {
     assert_eq!(got, "fail");
     assert!(text.contains("is not on main"), "{text}");
     assert_eq!(status(&report, "github.workflow.pre_review").0, "fail");
+}
+
+#[tokio::test]
+async fn an_app_without_its_slug_in_the_actions_variables_fails_and_optional_secrets_are_not_asked() {
+    let db = TestDatabase::create().await;
+    db.store(&Default::default()).migrate().await.unwrap();
+    let repo = repository(true, &longtx_testkit::shipped_workflow("long-transaction-fix.devin.yml"));
+    let github = FakeGitHub::start().await.with_remote(&repo.bare_path());
+    // Devin's key in an environment; its optional service token nowhere.
+    github.add_environment("agents", &["DEVIN_API_KEY"]);
+    github.set_actions_secrets(&["ANTHROPIC_API_KEY"]);
+    let (ok, report) = doctor(&github, &db, &[]).await;
+    assert!(!ok);
+    let (got, text) = status(&report, "github.app_slug");
+    assert_eq!(got, "fail", "{text}");
+    assert!(text.contains("LONGTX_APP_SLUG is not set") && text.contains("longtx-app"), "{text}");
+    let (got, text) = status(&report, "github.secrets");
+    assert_eq!(got, "pass", "an environment secret counts, an optional one is not asked: {text}");
+
+    github.set_actions_variable("LONGTX_APP_SLUG", "someone-elses-app");
+    let (_, report) = doctor(&github, &db, &[]).await;
+    let (got, text) = status(&report, "github.app_slug");
+    assert_eq!(got, "fail", "{text}");
+    assert!(text.contains("not the App's slug `longtx-app`"), "{text}");
+
+    github.set_actions_variable("LONGTX_APP_SLUG", "longtx-app");
+    let (_, report) = doctor(&github, &db, &[]).await;
+    assert_eq!(status(&report, "github.app_slug").0, "pass");
+}
+
+#[tokio::test]
+async fn a_job_that_outlives_longtx_s_timeout_is_warned_about() {
+    let db = TestDatabase::create().await;
+    db.store(&Default::default()).migrate().await.unwrap();
+    let slow = longtx_testkit::shipped_workflow("long-transaction-fix.yml")
+        .replace("    timeout-minutes: 60\n", "    timeout-minutes: 180\n");
+    let repo = repository(true, &slow);
+    let github = FakeGitHub::start().await.with_remote(&repo.bare_path());
+    let (_, report) = doctor(&github, &db, &[]).await;
+    let (got, text) = status(&report, "github.workflow.timeouts");
+    assert_eq!(got, "warn", "{text}");
+    assert!(text.contains("`fix` may run 180 min") && text.contains("LONGTX_AGENT_TIMEOUT"), "{text}");
 }

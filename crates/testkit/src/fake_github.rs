@@ -78,6 +78,7 @@ pub fn full_app_permissions() -> serde_json::Map<String, Value> {
         "members": "read",
         "metadata": "read",
         "secrets": "read",
+        "actions_variables": "read",
     });
     permissions.as_object().unwrap().clone()
 }

@@ -25,7 +25,7 @@ pub const WEBHOOK_EVENTS: [(&str, &str); 4] = [
 ];
 
 /// App permissions longtx uses: (key, level, why, required).
-pub const APP_PERMISSIONS: [(&str, &str, &str, bool); 7] = [
+pub const APP_PERMISSIONS: [(&str, &str, &str, bool); 8] = [
     (
         "actions",
         "write",
@@ -66,6 +66,12 @@ pub const APP_PERMISSIONS: [(&str, &str, &str, bool); 7] = [
         "secrets",
         "read",
         "let `longtx doctor` check the workflows' secrets by name (optional)",
+        false,
+    ),
+    (
+        "actions_variables",
+        "read",
+        "let `longtx doctor` check LONGTX_APP_SLUG (optional)",
         false,
     ),
 ];
@@ -133,6 +139,10 @@ pub async fn checks(config: &Config, fix: bool) -> Vec<Check> {
         checks.push(fix_run_name(file, &gh.workflow));
         checks.push(inputs("fix", file, &sample_fix_inputs(&gh.public_url)));
     }
+    let mut timed: Vec<(&str, Duration, &str, WorkflowFile)> = Vec::new();
+    if let Some(file) = &fix_file {
+        timed.push(("the fix workflow", gh.agent_timeout, "LONGTX_AGENT_TIMEOUT", file.clone()));
+    }
     let mut files: Vec<WorkflowFile> = fix_file.into_iter().collect();
     if config.reviews.pre_review.is_enabled() {
         let workflow_name = &config.reviews.pre_review_workflow;
@@ -152,10 +162,18 @@ pub async fn checks(config: &Config, fix: bool) -> Vec<Check> {
                 &file,
                 &sample_pre_review_inputs(&gh.public_url),
             ));
+            timed.push((
+                "the pre-review",
+                config.reviews.pre_review_timeout,
+                "LONGTX_PRE_REVIEW_TIMEOUT",
+                file.clone(),
+            ));
             files.push(file);
         }
     }
     checks.push(secrets(&client, &repo, &files).await);
+    checks.push(app_slug(&client, &repo, &files).await);
+    checks.push(timeouts(&timed));
     checks.push(labels(&client, &repo, &config.reviews.wontfix_label, fix).await);
     checks.push(webhook(&client, &repo, &gh.public_url).await);
     checks
@@ -366,43 +384,118 @@ fn sample_pre_review_inputs(public_url: &str) -> std::collections::BTreeMap<Stri
 
 async fn secrets(client: &OctocrabGitHub, repo: &RepoName, files: &[WorkflowFile]) -> Check {
     let id = "github.secrets";
+    // What each template's header declares it needs; optional ones (a
+    // Devin service token, say) are not asked for.
     let needed: BTreeSet<String> = files
         .iter()
-        .flat_map(|f| f.secrets.iter().cloned())
+        .flat_map(|f| f.required_secrets.iter().cloned())
         .collect();
     if needed.is_empty() {
-        return Check::pass(id, "the workflows use no secrets");
+        return Check::pass(id, "the workflows need no secrets");
     }
-    match client.actions_secret_names(repo).await {
-        Ok(names) => {
-            let missing: Vec<&String> = needed.iter().filter(|n| !names.contains(n)).collect();
-            if missing.is_empty() {
-                Check::pass(
-                    id,
-                    format!(
-                        "Actions secrets present: {}",
-                        needed.iter().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                )
-            } else {
-                Check::fail(
-                    id,
-                    format!("the workflows use Actions secrets the repository lacks: {}", missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")),
-                    format!("add them in Settings > Secrets and variables > Actions (e.g. `gh secret set {}`)", missing[0]),
-                )
-            }
-        }
-        Err(GitHubError::Refused {
-            status: 403 | 404, ..
-        }) => Check::warn(
+    let names = match client.all_secret_names(repo).await {
+        Ok(names) => names,
+        Err(e) => return Check::fail(id, e.to_string(), "retry; GitHub did not answer"),
+    };
+    let list = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(", ");
+    if names.none_readable() {
+        return Check::warn(
             id,
-            format!(
-                "cannot list the repository's secrets; the workflows need {}",
-                needed.into_iter().collect::<Vec<_>>().join(", ")
-            ),
+            format!("cannot list secrets; the workflows need {}", list(&needed)),
             "grant the App Secrets: read (names only) to have this checked, or check by hand",
+        );
+    }
+    let found = names.all();
+    let missing: BTreeSet<String> = needed.iter().filter(|n| !found.contains(&n.as_str())).cloned().collect();
+    if missing.is_empty() {
+        return Check::pass(id, format!("secrets present (repository, organisation or environment): {}", list(&needed)));
+    }
+    let unseen: Vec<&str> = [
+        ("organisation", &names.organization),
+        ("environment", &names.environments),
+    ]
+    .iter()
+    .filter(|(_, n)| n.is_none())
+    .map(|(place, _)| *place)
+    .collect();
+    if !unseen.is_empty() {
+        return Check::warn(
+            id,
+            format!("{} not found, and the {} secrets could not be listed", list(&missing), unseen.join(" and ")),
+            "check by hand, or grant the App Secrets: read and Actions: read",
+        );
+    }
+    let first = missing.iter().next().cloned().unwrap_or_default();
+    Check::fail(
+        id,
+        format!("the workflows need secrets found nowhere: {}", list(&missing)),
+        format!("add them in Settings > Secrets and variables > Actions (e.g. `gh secret set {first}`)"),
+    )
+}
+
+/// When longtx dispatches as an App, the run's actor is `<slug>[bot]`, and
+/// claude-code-action and codex-action refuse a bot actor not listed in
+/// `allowed_bots` / `allow-bot-users`, which the templates fill from
+/// `vars.LONGTX_APP_SLUG`.
+async fn app_slug(client: &OctocrabGitHub, repo: &RepoName, files: &[WorkflowFile]) -> Check {
+    let id = "github.app_slug";
+    if !files.iter().any(|f| f.uses_app_slug) {
+        return Check::pass(id, "the workflows do not name LONGTX_APP_SLUG");
+    }
+    let slug = match client.grants(repo).await {
+        Ok(Grants::App { app_slug: Some(slug), .. }) => slug,
+        Ok(Grants::App { app_slug: None, .. }) => {
+            return Check::warn(id, "GitHub did not say the App's slug", "set vars.LONGTX_APP_SLUG to the App's slug by hand")
+        }
+        Ok(Grants::Token { .. }) => {
+            return Check::pass(id, "dispatched with a token: the runs' actor is a person, no allowed bot is needed")
+        }
+        Err(e) => return Check::fail(id, e.to_string(), "check the credentials"),
+    };
+    let fix = format!("set the repository (or organisation) Actions variable LONGTX_APP_SLUG to `{slug}` (`gh variable set LONGTX_APP_SLUG --body {slug}`)");
+    match client.actions_variable(repo, "LONGTX_APP_SLUG").await {
+        Ok(Some(value)) if value.trim().eq_ignore_ascii_case(&slug) => {
+            Check::pass(id, format!("LONGTX_APP_SLUG is `{slug}`: the agent actions accept runs started by {slug}[bot]"))
+        }
+        Ok(Some(value)) => Check::fail(
+            id,
+            format!("LONGTX_APP_SLUG is `{value}`, not the App's slug `{slug}`: the agent actions refuse every run"),
+            fix,
+        ),
+        Ok(None) => Check::fail(
+            id,
+            format!("LONGTX_APP_SLUG is not set: the agent actions refuse every run started by {slug}[bot]"),
+            fix,
+        ),
+        Err(GitHubError::Refused { status: 403, .. }) => Check::warn(
+            id,
+            "longtx may not read Actions variables",
+            format!("grant the App Variables: read to have this checked, or check by hand: {fix}"),
         ),
         Err(e) => Check::fail(id, e.to_string(), "retry; GitHub did not answer"),
+    }
+}
+
+/// A run still going when longtx gives up on it (LONGTX_AGENT_TIMEOUT, the
+/// pre-review's timeout) has its result thrown away: each job must end
+/// first. Each entry: what, longtx's limit, its setting, the file.
+fn timeouts(files: &[(&str, Duration, &str, WorkflowFile)]) -> Check {
+    let id = "github.workflow.timeouts";
+    let mut late = Vec::new();
+    for (what, limit, knob, file) in files {
+        for (job, minutes) in &file.timeout_minutes {
+            if minutes * 60 >= limit.as_secs() {
+                late.push(format!(
+                    "{what}'s job `{job}` may run {minutes} min, and longtx gives up after {} min ({knob})",
+                    limit.as_secs() / 60
+                ));
+            }
+        }
+    }
+    if late.is_empty() {
+        Check::pass(id, "every job's timeout-minutes ends before longtx stops waiting")
+    } else {
+        Check::warn(id, late.join("; "), "lower the job's timeout-minutes, or raise longtx's timeout above it")
     }
 }
 
