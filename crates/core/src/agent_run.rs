@@ -159,6 +159,9 @@ pub struct FixResult {
     /// The fix pattern's slug the agent says it followed.
     #[serde(default)]
     pub pattern: Option<String>,
+    /// Devin's session, whose ACUs longtx reads from Devin's API.
+    #[serde(default)]
+    pub devin_session_id: Option<String>,
     #[serde(flatten)]
     pub cost: RunCost,
 }

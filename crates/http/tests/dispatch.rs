@@ -412,6 +412,32 @@ async fn the_run_fetches_its_prompt_with_its_own_token_only() {
         .await
         .unwrap();
     assert_eq!(other.status(), 401, "a job's token opens no other job");
+
+    // The run ends: its token, read from a log later, opens nothing.
+    let run_id = github.runs()[0]["id"].as_u64().unwrap();
+    github.complete_run(run_id, "failure");
+    let job: i64 = inputs["job_id"].as_str().unwrap().parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while app.store.job(job).await.unwrap().unwrap().state != "no_pr" {
+        assert!(Instant::now() < deadline, "the run's end was not seen");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let late = app
+        .client
+        .get(app.url(&path))
+        .bearer_auth(inputs["prompt_token"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(late.status(), 403, "only while its run goes");
+    let people = app
+        .client
+        .get(app.url(&path))
+        .bearer_auth("webhook-secret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(people.status(), 200, "people still read it with the API token");
 }
 
 #[tokio::test]

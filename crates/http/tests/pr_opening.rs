@@ -273,3 +273,27 @@ async fn a_patch_to_a_workflow_over_the_cap_or_with_a_symlink_is_refused_and_the
         "no branch was made"
     );
 }
+
+/// A Devin run names its session; longtx reads the ACUs from Devin's API
+/// with its own service token, never the figures the run wrote.
+#[tokio::test]
+async fn a_devin_run_s_acus_are_read_from_devin_not_from_the_run() {
+    let devin = longtx_testkit::FakeDevin::start().await;
+    devin.add_session("devin-5f0a9c", 3.5);
+    let mut repo = repository_owned_by_alice("devin-acus");
+    let t = Tracking::start_with_devin(&repo.bare(), devin.settings(Some(2.25))).await;
+    t.github.set_pull_files(101, &[("app/models/order.rb", 2)]);
+    let job = t.job_with_agent_running("admin/users#update").await;
+    let run = t.run_of(job);
+    let (base, patch) = patch_over(&repo.bare(), "main", &[("app/models/order.rb", "class Order\n  # after commit\nend\n")]);
+    let result = json!({"base": base, "summary": "Devin moved the call.", "agent": "devin",
+                        "devin_session_id": "5f0a9c", "acus": 999.0, "cost_usd": 9999.0});
+    let zip = longtx_github::zip::write(&[("result.json", result.to_string().as_bytes()), ("patch.diff", &patch)]);
+    t.github.store_artifact(run, "longtx-result", zip, false).unwrap();
+    t.deliver("workflow_run", "devin-done", &run_completed(job, run, "success"))
+        .await;
+    t.wait_for(job, |j| j.state == "in_review").await;
+    let cost = t.app.store.job_cost(job).await.unwrap();
+    assert_eq!((cost.runs, cost.acus, cost.cost_usd), (1, 3.5, 3.5 * 2.25), "{cost:?}");
+    assert_eq!(devin.requests(), ["GET /v3/organizations/org-acme/sessions/devin-5f0a9c"]);
+}

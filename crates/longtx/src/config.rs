@@ -121,6 +121,10 @@ pub struct GitHubConfig {
     /// `LONGTX_PROTECTED_PATHS`: globs (comma-separated) no agent patch may
     /// touch, on top of the built-in ones.
     pub protected_paths: Vec<String>,
+    /// `LONGTX_DEVIN_SERVICE_TOKEN` and `LONGTX_DEVIN_ORG_ID` (with
+    /// `LONGTX_DEVIN_API_URL`, `LONGTX_USD_PER_ACU`): longtx reads a Devin
+    /// run's ACUs itself.
+    pub devin: Option<longtx_pipeline::DevinSettings>,
 }
 
 /// Secrets never reach logs: Debug shows only whether they are set.
@@ -159,6 +163,7 @@ impl fmt::Debug for Config {
             )
             .field("max_running", &self.github.max_running)
             .field("public_url", &self.github.public_url)
+            .field("devin", &self.github.devin)
             .field("reviews", &self.reviews)
             .finish()
     }
@@ -615,6 +620,26 @@ fn load_github(
             .or(file.workflow.clone())
             .unwrap_or_else(|| "long-transaction-fix.yml".into()),
         workflow_ref: var("LONGTX_WORKFLOW_REF").or(file.workflow_ref.clone()),
+        devin: match (var("LONGTX_DEVIN_SERVICE_TOKEN"), var("LONGTX_DEVIN_ORG_ID")) {
+            (Some(service_token), Some(org_id)) => Some(longtx_pipeline::DevinSettings {
+                api_url: var("LONGTX_DEVIN_API_URL").unwrap_or_else(|| "https://api.devin.ai".into()),
+                org_id,
+                service_token,
+                usd_per_acu: match var("LONGTX_USD_PER_ACU") {
+                    Some(v) => Some(v.trim().parse::<f64>().ok().filter(|p| p.is_finite() && *p >= 0.0).ok_or_else(|| {
+                        invalid("LONGTX_USD_PER_ACU", format!("{v:?} is not a price in US dollars"))
+                    })?),
+                    None => None,
+                },
+            }),
+            (None, None) => None,
+            _ => {
+                return Err(invalid(
+                    "LONGTX_DEVIN_SERVICE_TOKEN",
+                    "set both LONGTX_DEVIN_SERVICE_TOKEN and LONGTX_DEVIN_ORG_ID, or neither".to_owned(),
+                ))
+            }
+        },
         max_patch_bytes: parse_number(
             "LONGTX_MAX_PATCH_BYTES",
             var("LONGTX_MAX_PATCH_BYTES"),

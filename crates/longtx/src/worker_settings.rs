@@ -95,6 +95,7 @@ pub fn results(
             &gh.protected_paths,
         ),
         fetch_timeout: Duration::from_secs(600),
+        devin: gh.devin.clone(),
     })
 }
 

@@ -2,6 +2,7 @@
 //! short transactions: read the job, work with no connection held, write.
 
 mod comments;
+mod devin;
 mod dispatch;
 mod ignore;
 mod pr_opener;
@@ -20,6 +21,7 @@ pub use ignore::LiveIgnoreList;
 pub use pr_opener::{spawn_pr_opener, AfterOpen, PrOpenQueue, PrOpenSettings};
 pub use pre_review::{pre_review_inputs, spawn_pre_reviewer, PreReviewQueue, PreReviewSettings};
 pub use prompts::{facts_of, spawn_prompt_worker, PromptQueue};
+pub use devin::DevinSettings;
 pub use results::ResultSettings;
 pub use requests::{spawn_request_worker, RequestQueue, RequestSettings};
 pub use reviewers::{

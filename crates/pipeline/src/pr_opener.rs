@@ -234,7 +234,8 @@ impl<G: GitHub> Opener<G> {
             Ok(result) => result,
             Err(e) => return Ok(Err(format!("run {run_id}: {e}"))),
         };
-        self.record_cost(claim.job_id, run_id as u64, 0, &result.cost).await;
+        let cost = results::fix_cost(&self.settings.results, &result).await;
+        self.record_cost(claim.job_id, run_id as u64, 0, &cost).await;
         if result.base != base {
             return Ok(Err(format!(
                 "run {run_id} started from {}, not the commit longtx pinned ({base})",

@@ -22,6 +22,8 @@ pub struct ResultSettings {
     pub mirror: Mirror,
     pub policy: PatchPolicy,
     pub fetch_timeout: Duration,
+    /// Where Devin runs' ACUs are read; `None`: Devin runs carry no cost.
+    pub devin: Option<crate::DevinSettings>,
 }
 
 impl ResultSettings {
@@ -79,6 +81,15 @@ pub(crate) async fn fetch_result<G: GitHub>(
         ))),
         Err(e) => Ok(Fetched::Missing(format!("run {run_id}'s result: {e}"))),
     }
+}
+
+/// What a fix run cost: Devin's from Devin's API (the run only names its
+/// session), any other agent's as its result says.
+pub(crate) async fn fix_cost(settings: &ResultSettings, result: &longtx_core::agent_run::FixResult) -> longtx_core::agent_run::RunCost {
+    if result.cost.agent.as_deref() == Some("devin") {
+        return crate::devin::devin_cost(settings, result.devin_session_id.as_deref()).await;
+    }
+    result.cost.clone()
 }
 
 /// A patch, judged and applied.

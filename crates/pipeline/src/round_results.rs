@@ -110,7 +110,8 @@ impl<G: GitHub> Opener<G> {
             Ok(result) => result,
             Err(e) => return Ok(Outcome::Refused(format!("run {run_id}: {e}"))),
         };
-        record_cost(&self.store, round.job_id, run_id as u64, round.round, &result.cost).await;
+        let cost = results::fix_cost(&self.settings.results, &result).await;
+        record_cost(&self.store, round.job_id, run_id as u64, round.round, &cost).await;
         if result.base != round.base_sha {
             return Ok(Outcome::Refused(format!(
                 "run {run_id} started from {}, not the head longtx pinned ({})",

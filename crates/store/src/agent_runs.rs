@@ -248,8 +248,8 @@ impl Store {
     pub async fn prompt_open(&self, job_id: i64, round: u32) -> Result<bool, StoreError> {
         let open: Option<bool> = if round == 0 {
             sqlx::query_scalar(
-                "SELECT state IN ('dispatching', 'agent_running') \
-                     OR (state IN ('pre_review', 'in_review') AND pre_review_state IN ('pending', 'dispatched')) \
+                "SELECT COALESCE(state IN ('dispatching', 'agent_running') \
+                     OR (state IN ('pre_review', 'in_review') AND pre_review_state IN ('pending', 'dispatched')), false) \
                  FROM jobs WHERE id = $1",
             )
             .bind(job_id)

@@ -13,6 +13,7 @@
 pub mod agent_result;
 mod app;
 mod db;
+mod fake_devin;
 mod fake_github;
 mod git_repo;
 pub mod github_events;
@@ -26,6 +27,7 @@ pub use fake_github::{
 };
 /// Runs futures concurrently on the current task and collects their outputs.
 pub use futures_util::future::join_all;
+pub use fake_devin::{FakeDevin, DEVIN_ORG, DEVIN_SERVICE_TOKEN};
 pub use git_repo::{history_now, GitRepo};
 /// Re-exported so tests can read tables without their own dependency.
 pub use sqlx;
@@ -175,6 +177,7 @@ pub fn result_settings(
             &[],
         ),
         fetch_timeout: std::time::Duration::from_secs(60),
+        devin: None,
     }
 }
 

@@ -53,11 +53,27 @@ impl Tracking {
         Self::start_full(remote, change, change_wontfix, None).await
     }
 
+    /// As [`Tracking::start`], with longtx reading Devin runs' ACUs from
+    /// `devin`.
+    pub async fn start_with_devin(remote: &std::path::Path, devin: longtx_pipeline::DevinSettings) -> Tracking {
+        Self::start_full_with(remote, |_| {}, |_| {}, None, Some(devin)).await
+    }
+
     async fn start_full(
         remote: &std::path::Path,
         change: impl FnOnce(&mut ReviewSettings),
         change_wontfix: impl FnOnce(&mut WontfixSettings),
         pre_review: Option<PreReviewMode>,
+    ) -> Tracking {
+        Self::start_full_with(remote, change, change_wontfix, pre_review, None).await
+    }
+
+    async fn start_full_with(
+        remote: &std::path::Path,
+        change: impl FnOnce(&mut ReviewSettings),
+        change_wontfix: impl FnOnce(&mut WontfixSettings),
+        pre_review: Option<PreReviewMode>,
+        devin: Option<longtx_pipeline::DevinSettings>,
     ) -> Tracking {
         // GitHub's git side is the test's bare repository: PRs are opened
         // from the branches pushed there.
@@ -94,7 +110,11 @@ impl Tracking {
                 github.client(Duration::from_secs(5)),
             )
             .pr_opener(
-                longtx_testkit::pr_open_settings(gate, remote, &mirror_dir),
+                {
+                    let mut settings = longtx_testkit::pr_open_settings(gate, remote, &mirror_dir);
+                    settings.results.devin = devin;
+                    settings
+                },
                 github.client(Duration::from_secs(5)),
             )
             .prompts(shipped_prompt_sources())
