@@ -322,10 +322,7 @@ mod tests {
             result.pattern.as_deref(),
             Some("http-call-inside-transaction")
         );
-        assert_eq!(
-            result.cost.report(9001, 0).unwrap().cost_usd,
-            Some(0.42)
-        );
+        assert_eq!(result.cost.report(9001, 0).unwrap().cost_usd, Some(0.42));
         assert_eq!(
             FixResult::parse(br#"{"base": "main"}"#),
             Err(ResultError::Base)

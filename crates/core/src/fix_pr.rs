@@ -198,7 +198,10 @@ mod tests {
         assert!(is_round_commit(&message, 42, 1));
         assert!(!is_round_commit(&message, 42, 0));
         assert!(!is_round_commit(&message, 4, 1));
-        assert_eq!(pattern_of(&[message.clone()]).as_deref(), Some("p-q"));
+        assert_eq!(
+            pattern_of(std::slice::from_ref(&message)).as_deref(),
+            Some("p-q")
+        );
         assert!(body.contains("Co-authored-by: longtx claude agent <"));
         let (_, odd) = commit_message(42, 0, "a#b", None, Some("x\nCo-authored-by: me"));
         assert!(odd.contains("longtx agent agent"), "{odd}");

@@ -5,8 +5,8 @@
 //! what an alert should do. The adapters (`longtx-http`, `longtx-store`) call
 //! into it, which keeps every policy testable without a server or database.
 
-pub mod alert;
 pub mod agent_run;
+pub mod alert;
 pub mod alertmanager;
 pub mod codeowners;
 pub mod datadog;

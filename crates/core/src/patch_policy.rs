@@ -42,7 +42,12 @@ impl PatchPolicy {
     pub fn new(max_bytes: usize, max_files: usize, ignore_list: &str, extra: &[String]) -> Self {
         let mut protected: Vec<String> = ALWAYS_PROTECTED.iter().map(|p| p.to_string()).collect();
         protected.push(ignore_list.trim_start_matches("./").to_owned());
-        protected.extend(extra.iter().map(|p| p.trim().to_owned()).filter(|p| !p.is_empty()));
+        protected.extend(
+            extra
+                .iter()
+                .map(|p| p.trim().to_owned())
+                .filter(|p| !p.is_empty()),
+        );
         PatchPolicy {
             max_bytes,
             max_files,
@@ -133,7 +138,9 @@ pub fn check(policy: &PatchPolicy, bytes: usize, files: &[PatchFile]) -> Result<
 /// globs over the whole path.
 fn protects(pattern: &str, path: &str) -> bool {
     match pattern.strip_suffix("/**") {
-        Some(dir) => path == dir || path.starts_with(&format!("{dir}/")) || glob::matches(pattern, path),
+        Some(dir) => {
+            path == dir || path.starts_with(&format!("{dir}/")) || glob::matches(pattern, path)
+        }
         None => glob::matches(pattern, path),
     }
 }
@@ -168,7 +175,10 @@ mod tests {
 
     #[test]
     fn ordinary_edits_pass() {
-        let files = [edit("app/models/order.rb"), edit("spec/models/order_spec.rb")];
+        let files = [
+            edit("app/models/order.rb"),
+            edit("spec/models/order_spec.rb"),
+        ];
         assert_eq!(check(&policy(), 500, &files), Ok(()));
     }
 
@@ -185,7 +195,10 @@ mod tests {
             "config/deploy/production.rb",
         ] {
             assert!(
-                matches!(check(&policy(), 10, &[edit(path)]), Err(Refusal::Protected { .. })),
+                matches!(
+                    check(&policy(), 10, &[edit(path)]),
+                    Err(Refusal::Protected { .. })
+                ),
                 "{path}"
             );
         }
@@ -208,10 +221,16 @@ mod tests {
     fn size_links_submodules_modes_and_odd_paths_are_refused() {
         assert_eq!(
             check(&policy(), 1001, &[edit("a.rb")]),
-            Err(Refusal::TooLarge { bytes: 1001, max: 1000 })
+            Err(Refusal::TooLarge {
+                bytes: 1001,
+                max: 1000
+            })
         );
         let four: Vec<PatchFile> = ["a", "b", "c", "d"].iter().map(|p| edit(p)).collect();
-        assert!(matches!(check(&policy(), 10, &four), Err(Refusal::TooManyFiles { .. })));
+        assert!(matches!(
+            check(&policy(), 10, &four),
+            Err(Refusal::TooManyFiles { .. })
+        ));
         let link = PatchFile {
             old_mode: None,
             new_mode: Some(MODE_SYMLINK),
@@ -226,12 +245,18 @@ mod tests {
             old_mode: Some(MODE_SUBMODULE),
             ..edit("lib/engine")
         };
-        assert!(matches!(check(&policy(), 10, &[module]), Err(Refusal::Submodule(_))));
+        assert!(matches!(
+            check(&policy(), 10, &[module]),
+            Err(Refusal::Submodule(_))
+        ));
         let executable = PatchFile {
             new_mode: Some(MODE_EXECUTABLE),
             ..edit("bin/setup")
         };
-        assert!(matches!(check(&policy(), 10, &[executable]), Err(Refusal::ModeChange(_))));
+        assert!(matches!(
+            check(&policy(), 10, &[executable]),
+            Err(Refusal::ModeChange(_))
+        ));
         for path in ["../etc/passwd", "/etc/passwd", "a/.git/config", "a//b"] {
             assert!(matches!(
                 check(&policy(), 10, &[edit(path)]),

@@ -12,8 +12,8 @@
 
 pub mod gather;
 pub mod history;
-pub mod patch;
 mod mirror;
+pub mod patch;
 pub mod wontfix;
 
 pub use gather::{merge_people, ChangedFile, Gathered, HistoryPerson};

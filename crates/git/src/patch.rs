@@ -44,8 +44,12 @@ pub fn files_of(patch: &[u8]) -> Result<Vec<PatchFile>, GitError> {
         let (old, new) = (delta.old_file(), delta.new_file());
         let deleted = delta.status() == Delta::Deleted;
         let added = delta.status() == Delta::Added;
-        let path = if deleted { path_of(&old) } else { path_of(&new) }
-            .ok_or_else(|| GitError::Invalid("a patch entry names no path".into()))?;
+        let path = if deleted {
+            path_of(&old)
+        } else {
+            path_of(&new)
+        }
+        .ok_or_else(|| GitError::Invalid("a patch entry names no path".into()))?;
         let old_path = path_of(&old).filter(|p| !added && *p != path);
         files.push(PatchFile {
             path,
@@ -70,9 +74,13 @@ pub fn apply(repo: &Repository, base: &str, patch: &[u8]) -> Result<Changes, Git
     }
     let diff = git2::Diff::from_buffer(patch)
         .map_err(|e| GitError::Invalid(format!("the patch cannot be read: {}", e.message())))?;
-    let mut index = repo
-        .apply_to_tree(&base_tree, &diff, None)
-        .map_err(|e| GitError::Invalid(format!("the patch does not apply to {}: {}", base.id(), e.message())))?;
+    let mut index = repo.apply_to_tree(&base_tree, &diff, None).map_err(|e| {
+        GitError::Invalid(format!(
+            "the patch does not apply to {}: {}",
+            base.id(),
+            e.message()
+        ))
+    })?;
     let tree = repo.find_tree(index.write_tree_to(repo)?)?;
     let mut changes = repo.diff_tree_to_tree(Some(&base_tree), Some(&tree), None)?;
     // Renames as a delete and an add: the commit API knows only those.
@@ -110,7 +118,11 @@ mod tests {
             .env("GIT_COMMITTER_EMAIL", "t@example.com")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -127,7 +139,11 @@ mod tests {
         git(&dir, &["add", "-A"]);
         git(&dir, &["commit", "--quiet", "-m", "base"]);
         let base = git(&dir, &["rev-parse", "HEAD"]).trim().to_owned();
-        std::fs::write(dir.join("app/order.rb"), "class Order\n  after_commit :x\nend\n").unwrap();
+        std::fs::write(
+            dir.join("app/order.rb"),
+            "class Order\n  after_commit :x\nend\n",
+        )
+        .unwrap();
         std::fs::write(dir.join("logo.png"), [0u8, 159, 146, 150, 255]).unwrap();
         std::fs::remove_file(dir.join("old.txt")).unwrap();
         git(&dir, &["add", "-A"]);
@@ -135,7 +151,9 @@ mod tests {
         let repo = Repository::open(&dir).unwrap();
         let files = files_of(patch.as_bytes()).unwrap();
         assert_eq!(files.len(), 3, "{files:?}");
-        assert!(files.iter().any(|f| f.path == "old.txt" && f.new_mode.is_none()));
+        assert!(files
+            .iter()
+            .any(|f| f.path == "old.txt" && f.new_mode.is_none()));
         let changes = apply(&repo, &base, patch.as_bytes()).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(changes.deletions, vec!["old.txt".to_owned()]);
@@ -152,8 +170,7 @@ mod tests {
     fn repo_missing() -> Repository {
         let dir = std::env::temp_dir().join(format!("longtx-patch-empty-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let repo = Repository::init_bare(&dir).unwrap();
-        repo
+        Repository::init_bare(&dir).unwrap()
     }
 
     #[test]

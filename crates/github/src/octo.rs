@@ -584,7 +584,11 @@ impl GitHub for OctocrabGitHub {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let Some(location) = location.filter(|_| (300..400).contains(&status)) else {
-            let text = self.client.body_to_string(response).await.unwrap_or_default();
+            let text = self
+                .client
+                .body_to_string(response)
+                .await
+                .unwrap_or_default();
             return Err(match status {
                 500.. => GitHubError::Unavailable(format!("HTTP {status}")),
                 _ => GitHubError::Refused {
@@ -593,12 +597,9 @@ impl GitHub for OctocrabGitHub {
                 },
             });
         };
-        let mut download = self
-            .downloads
-            .get(&location)
-            .send()
-            .await
-            .map_err(|e| GitHubError::Unavailable(format!("the artifact download: {}", e.without_url())))?;
+        let mut download = self.downloads.get(&location).send().await.map_err(|e| {
+            GitHubError::Unavailable(format!("the artifact download: {}", e.without_url()))
+        })?;
         let status = download.status().as_u16();
         if status != 200 {
             return Err(if status >= 500 {
@@ -611,11 +612,9 @@ impl GitHub for OctocrabGitHub {
             });
         }
         let mut bytes = Vec::new();
-        while let Some(chunk) = download
-            .chunk()
-            .await
-            .map_err(|e| GitHubError::Unavailable(format!("the artifact download: {}", e.without_url())))?
-        {
+        while let Some(chunk) = download.chunk().await.map_err(|e| {
+            GitHubError::Unavailable(format!("the artifact download: {}", e.without_url()))
+        })? {
             bytes.extend_from_slice(&chunk);
             if bytes.len() as u64 > max_bytes {
                 return Err(GitHubError::Refused {
@@ -639,11 +638,10 @@ impl GitHub for OctocrabGitHub {
             .await
         {
             Ok(_) => Ok(true),
-            Err(GitHubError::Refused { status: 422, message })
-                if message.contains("already exists") =>
-            {
-                Ok(false)
-            }
+            Err(GitHubError::Refused {
+                status: 422,
+                message,
+            }) if message.contains("already exists") => Ok(false),
             Err(e) => Err(e),
         }
     }
@@ -676,7 +674,11 @@ impl GitHub for OctocrabGitHub {
         graphql_commit(&text)
     }
 
-    async fn commit(&self, repo: &RepoName, sha: &str) -> Result<Option<CommitSummary>, GitHubError> {
+    async fn commit(
+        &self,
+        repo: &RepoName,
+        sha: &str,
+    ) -> Result<Option<CommitSummary>, GitHubError> {
         #[derive(serde::Deserialize)]
         struct Parent {
             sha: String,
@@ -857,10 +859,15 @@ fn graphql_commit(text: &str) -> Result<String, GitHubError> {
         .chars()
         .take(300)
         .collect();
-    let moved = message.contains("Expected branch to point to") || message.contains("expectedHeadOid");
+    let moved =
+        message.contains("Expected branch to point to") || message.contains("expectedHeadOid");
     Err(GitHubError::Refused {
         status: if moved { 409 } else { 422 },
-        message: if message.is_empty() { "createCommitOnBranch made no commit".into() } else { message },
+        message: if message.is_empty() {
+            "createCommitOnBranch made no commit".into()
+        } else {
+            message
+        },
     })
 }
 

@@ -137,17 +137,30 @@ impl OctocrabGitHub {
         let names = |path: String| async move {
             match self.send("GET", &path, None).await {
                 Ok((_, text)) => Ok(Some(
-                    parse::<Secrets>(&text)?.secrets.into_iter().map(|s| s.name).collect::<Vec<_>>(),
+                    parse::<Secrets>(&text)?
+                        .secrets
+                        .into_iter()
+                        .map(|s| s.name)
+                        .collect::<Vec<_>>(),
                 )),
-                Err(GitHubError::Refused { status: 403 | 404, .. }) => Ok(None),
+                Err(GitHubError::Refused {
+                    status: 403 | 404, ..
+                }) => Ok(None),
                 Err(e) => Err(e),
             }
         };
-        let repository = names(format!("/repos/{repo}/actions/secrets?per_page={PER_PAGE}")).await?;
-        let organization =
-            names(format!("/repos/{repo}/actions/organization-secrets?per_page={PER_PAGE}")).await?;
+        let repository =
+            names(format!("/repos/{repo}/actions/secrets?per_page={PER_PAGE}")).await?;
+        let organization = names(format!(
+            "/repos/{repo}/actions/organization-secrets?per_page={PER_PAGE}"
+        ))
+        .await?;
         let environments = match self
-            .send("GET", &format!("/repos/{repo}/environments?per_page={PER_PAGE}"), None)
+            .send(
+                "GET",
+                &format!("/repos/{repo}/environments?per_page={PER_PAGE}"),
+                None,
+            )
             .await
         {
             Ok((_, text)) => {
@@ -161,7 +174,9 @@ impl OctocrabGitHub {
                 }
                 Some(all)
             }
-            Err(GitHubError::Refused { status: 403 | 404, .. }) => None,
+            Err(GitHubError::Refused {
+                status: 403 | 404, ..
+            }) => None,
             Err(e) => return Err(e),
         };
         Ok(SecretNames {
@@ -174,7 +189,11 @@ impl OctocrabGitHub {
     /// An Actions variable's value as the repository's runs see it: its
     /// own, else the organisation's shared with it. `Err` 403 when longtx
     /// may not read variables.
-    pub async fn actions_variable(&self, repo: &RepoName, name: &str) -> Result<Option<String>, GitHubError> {
+    pub async fn actions_variable(
+        &self,
+        repo: &RepoName,
+        name: &str,
+    ) -> Result<Option<String>, GitHubError> {
         #[derive(Deserialize)]
         struct Variable {
             name: String,
@@ -185,7 +204,11 @@ impl OctocrabGitHub {
             variables: Vec<Variable>,
         }
         match self
-            .send("GET", &format!("/repos/{repo}/actions/variables/{name}"), None)
+            .send(
+                "GET",
+                &format!("/repos/{repo}/actions/variables/{name}"),
+                None,
+            )
             .await
         {
             Ok((_, text)) => return Ok(Some(parse::<Variable>(&text)?.value)),
@@ -193,7 +216,8 @@ impl OctocrabGitHub {
             Err(e) => return Err(e),
         }
         for page in 1..=MAX_PAGES {
-            let path = format!("/repos/{repo}/actions/organization-variables?per_page=30&page={page}");
+            let path =
+                format!("/repos/{repo}/actions/organization-variables?per_page=30&page={page}");
             let (_, text) = match self.send("GET", &path, None).await {
                 Ok(answer) => answer,
                 // Not in an organisation, or none shared.

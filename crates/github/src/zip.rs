@@ -52,8 +52,11 @@ pub fn read(zip: &[u8], max_entry: usize) -> Result<BTreeMap<String, Vec<u8>>, Z
         let method = u16_at(zip, at + 10)?;
         let compressed = u32_at(zip, at + 20)?;
         let size = u32_at(zip, at + 24)?;
-        let (name_len, extra_len, comment_len) =
-            (u16_at(zip, at + 28)?, u16_at(zip, at + 30)?, u16_at(zip, at + 32)?);
+        let (name_len, extra_len, comment_len) = (
+            u16_at(zip, at + 28)?,
+            u16_at(zip, at + 30)?,
+            u16_at(zip, at + 32)?,
+        );
         let local = u32_at(zip, at + 42)?;
         let name = zip
             .get(at + 46..at + 46 + name_len)
@@ -135,7 +138,11 @@ fn crc32(bytes: &[u8]) -> u32 {
     for &b in bytes {
         crc ^= b as u32;
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc
@@ -173,7 +180,10 @@ mod tests {
         assert!(made.success());
         let files = read(&std::fs::read(&path).unwrap(), 1 << 20).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
-        assert_eq!(files["result.json"], "{\"base\": \"x\"}".repeat(50).as_bytes());
+        assert_eq!(
+            files["result.json"],
+            "{\"base\": \"x\"}".repeat(50).as_bytes()
+        );
         assert_eq!(files["patch.diff"], b"");
         assert_eq!(files.len(), 2);
     }

@@ -345,7 +345,13 @@ async fn workflow_run(
     event: WorkflowRunEvent,
 ) -> Result<Response, ApiError> {
     let ignored = |detail: String| {
-        Ok(answer(StatusCode::ACCEPTED, "workflow_run", "ignored", None, detail))
+        Ok(answer(
+            StatusCode::ACCEPTED,
+            "workflow_run",
+            "ignored",
+            None,
+            detail,
+        ))
     };
     let ours = event
         .repository
@@ -382,7 +388,9 @@ async fn workflow_run(
         return ignored("not a run longtx dispatched".into());
     };
     let Some(recorded) = state.store.dispatched_run(job_id, round).await? else {
-        return ignored(format!("longtx dispatched no run for job {job_id} round {round}"));
+        return ignored(format!(
+            "longtx dispatched no run for job {job_id} round {round}"
+        ));
     };
     let dispatched = Dispatched {
         run_id: recorded.run_id.map(|id| id as u64),

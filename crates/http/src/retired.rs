@@ -8,7 +8,10 @@ use crate::error::ApiError;
 use axum::http::StatusCode;
 
 fn gone(what: &str, template: &str) -> ApiError {
-    tracing::warn!(what, "an older workflow template posted to a retired endpoint");
+    tracing::warn!(
+        what,
+        "an older workflow template posted to a retired endpoint"
+    );
     ApiError::new(
         StatusCode::GONE,
         "retired_endpoint",
@@ -25,5 +28,8 @@ pub async fn verdict() -> ApiError {
 }
 
 pub async fn run_report() -> ApiError {
-    gone("run reports", "long-transaction-fix.yml (or its Codex or Devin edition)")
+    gone(
+        "run reports",
+        "long-transaction-fix.yml (or its Codex or Devin edition)",
+    )
 }

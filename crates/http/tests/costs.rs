@@ -6,8 +6,8 @@ mod tracking;
 
 use longtx_pipeline::DispatchSettings;
 use longtx_store::Caps;
-use longtx_testkit::payloads::{AmAlert, AmWebhook};
 use longtx_testkit::github_events::run_completed;
+use longtx_testkit::payloads::{AmAlert, AmWebhook};
 use longtx_testkit::{dispatch_settings, shipped_prompt_sources, FakeGitHub, TestApp};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -98,23 +98,44 @@ async fn a_run_s_cost_comes_from_its_result_once_and_a_posted_report_is_refused(
     // A leaked job token posts a report: the endpoint is gone, nothing counts.
     let body = json!({"run_id": run, "agent": "claude", "cost_usd": 10000, "turns": 12});
     let (status, answer) = report(&t.app, job, Some(&token_of(&t.github, job)), &body).await;
-    assert_eq!((status, answer["error"].as_str()), (410, Some("retired_endpoint")), "{answer}");
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (410, Some("retired_endpoint")),
+        "{answer}"
+    );
     assert!(
-        answer["detail"].as_str().unwrap().contains(".github/workflows/long-transaction-fix.yml"),
+        answer["detail"]
+            .as_str()
+            .unwrap()
+            .contains(".github/workflows/long-transaction-fix.yml"),
         "the answer names the template that replaces the caller: {answer}"
     );
     assert_eq!(app_cost(&t.app, job).await, (0, 0.0));
 
     for delivery in ["done", "done-again"] {
-        t.deliver("workflow_run", delivery, &run_completed(job, run, "success"))
-            .await;
+        t.deliver(
+            "workflow_run",
+            delivery,
+            &run_completed(job, run, "success"),
+        )
+        .await;
     }
     t.wait_for(job, |j| j.state == "in_review").await;
-    assert_eq!(app_cost(&t.app, job).await, (1, 0.25), "once, for the dispatched run");
+    assert_eq!(
+        app_cost(&t.app, job).await,
+        (1, 0.25),
+        "once, for the dispatched run"
+    );
     let page = t.app.get_text(&format!("/jobs/{job}")).await;
-    assert!(page.contains("$0.25 over 1 run(s), 5 turns"), "the job page shows the cost");
+    assert!(
+        page.contains("$0.25 over 1 run(s), 5 turns"),
+        "the job page shows the cost"
+    );
     let metrics = t.app.get_text("/metrics").await;
-    assert!(metrics.contains("longtx_agent_cost_usd{period=\"total\"} 0.25"), "{metrics}");
+    assert!(
+        metrics.contains("longtx_agent_cost_usd{period=\"total\"} 0.25"),
+        "{metrics}"
+    );
 }
 
 async fn app_cost(app: &TestApp, job: i64) -> (i64, f64) {
@@ -130,10 +151,15 @@ async fn the_daily_cost_cap_holds_jobs_back_across_two_replicas() {
     let spender = fire(&first, "Reports::MonthlyWorker").await;
     wait_for_state(&first, spender, "agent_running").await;
     // What the spender's run reported (read from its result by longtx).
-    let report: longtx_core::run_report::RunReport =
-        serde_json::from_value(json!({"run_id": 9200, "agent": "claude", "cost_usd": 6.25, "turns": 80}))
-            .unwrap();
-    first.store.record_run_report(spender, &report).await.unwrap();
+    let report: longtx_core::run_report::RunReport = serde_json::from_value(
+        json!({"run_id": 9200, "agent": "claude", "cost_usd": 6.25, "turns": 80}),
+    )
+    .unwrap();
+    first
+        .store
+        .record_run_report(spender, &report)
+        .await
+        .unwrap();
 
     let waiting = [
         fire(&first, "Exports::CsvWorker").await,

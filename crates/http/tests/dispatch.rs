@@ -437,7 +437,11 @@ async fn the_run_fetches_its_prompt_with_its_own_token_only() {
         .send()
         .await
         .unwrap();
-    assert_eq!(people.status(), 200, "people still read it with the API token");
+    assert_eq!(
+        people.status(),
+        200,
+        "people still read it with the API token"
+    );
 }
 
 #[tokio::test]

@@ -48,41 +48,75 @@ async fn a_proposed_patch_becomes_one_longtx_commit_and_one_labelled_pr_and_revi
     let head = t.branch_head(&mut repo, job).unwrap();
     assert_eq!(commit["oid"], head.as_str());
     assert_eq!(commit["verified"], true);
-    assert_eq!(commit["author"], OWN_LOGIN, "committed with longtx's credentials");
+    assert_eq!(
+        commit["author"], OWN_LOGIN,
+        "committed with longtx's credentials"
+    );
     let message = commit["message"].as_str().unwrap();
-    assert!(message.starts_with("Shorten the long transaction in admin/users#update"), "{message}");
-    assert!(message.contains(&format!("Longtx-Job: {job}\nLongtx-Round: 0\n")), "{message}");
-    assert!(message.contains("Co-authored-by: longtx claude agent <"), "{message}");
+    assert!(
+        message.starts_with("Shorten the long transaction in admin/users#update"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("Longtx-Job: {job}\nLongtx-Round: 0\n")),
+        "{message}"
+    );
+    assert!(
+        message.contains("Co-authored-by: longtx claude agent <"),
+        "{message}"
+    );
     let dispatched = &t.github.runs()[0]["inputs"];
-    assert_eq!(commit["parent"], dispatched["base_sha"], "on the commit longtx pinned");
+    assert_eq!(
+        commit["parent"], dispatched["base_sha"],
+        "on the commit longtx pinned"
+    );
 
     let pulls = t.github.opened_pulls();
     assert_eq!(pulls.len(), 1, "{pulls:?}");
     let pull = &pulls[0];
-    assert_eq!(pull["user"]["login"], OWN_LOGIN, "opened with longtx's credentials");
+    assert_eq!(
+        pull["user"]["login"], OWN_LOGIN,
+        "opened with longtx's credentials"
+    );
     assert_eq!(pull["head"]["ref"], format!("longtx/{job}"));
     assert_eq!(pull["head"]["sha"], head.as_str());
     assert_eq!(pull["base"]["ref"], "main");
     let body = pull["body"].as_str().unwrap();
-    assert!(body.contains(&format!("<!-- longtx-job: {job} -->")), "{body}");
+    assert!(
+        body.contains(&format!("<!-- longtx-job: {job} -->")),
+        "{body}"
+    );
     assert!(body.contains("longtx-source: admin/users#update"), "{body}");
     assert!(body.contains("`http-call-inside-transaction`"), "{body}");
-    assert!(body.contains("> Moved the warehouse call after the commit."), "{body}");
+    assert!(
+        body.contains("> Moved the warehouse call after the commit."),
+        "{body}"
+    );
     let number = pull["number"].as_u64().unwrap();
     assert_eq!(t.github.labels_on(number), vec!["longtx".to_string()]);
     assert_eq!(reviewed.pr_number, Some(number as i64));
     assert_eq!(t.github.review_requests().len(), 1);
     let cost = t.app.store.job_cost(job).await.unwrap();
-    assert_eq!((cost.runs, cost.cost_usd), (1, 0.25), "the result's cost, for the dispatched run");
+    assert_eq!(
+        (cost.runs, cost.cost_usd),
+        (1, 0.25),
+        "the result's cost, for the dispatched run"
+    );
 
     // GitHub's own `opened` delivery, a replayed run event and the
     // dispatcher's poll all arrive later: nothing is committed or opened twice.
-    let opened = PrEventBuilder::opened(job, number).head_sha(&head).author(OWN_LOGIN);
+    let opened = PrEventBuilder::opened(job, number)
+        .head_sha(&head)
+        .author(OWN_LOGIN);
     let (_, answer) = t.deliver("pull_request", "pr-1", &opened.to_json()).await;
     assert_eq!(answer["outcome"], "unchanged", "{answer}");
     for delivery in ["run-1-again", "run-1-replayed"] {
         let (_, answer) = t
-            .deliver("workflow_run", delivery, &run_completed(job, run, "success"))
+            .deliver(
+                "workflow_run",
+                delivery,
+                &run_completed(job, run, "success"),
+            )
             .await;
         assert_eq!(answer["outcome"], "unchanged", "{answer}");
     }
@@ -99,7 +133,10 @@ async fn an_empty_patch_ends_no_pr_with_what_the_agent_said() {
     let t = started(&mut repo).await;
     let job = t.job_with_agent_running("admin/users#update").await;
     let run = t.run_of(job);
-    let base = t.github.runs()[0]["inputs"]["base_sha"].as_str().unwrap().to_owned();
+    let base = t.github.runs()[0]["inputs"]["base_sha"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     upload_fix_result(&t.github, run, &base, b"", None);
 
     t.deliver("workflow_run", "run-1", &run_completed(job, run, "success"))
@@ -107,7 +144,10 @@ async fn an_empty_patch_ends_no_pr_with_what_the_agent_said() {
     let ended = t.wait_for(job, |j| j.state == "no_pr").await;
     assert_eq!(ended.state, "no_pr");
     let reason = ended.state_reason.unwrap_or_default();
-    assert!(reason.contains("the agent changed nothing; it said: Moved"), "{reason}");
+    assert!(
+        reason.contains("the agent changed nothing; it said: Moved"),
+        "{reason}"
+    );
     assert!(t.github.opened_pulls().is_empty());
     assert!(t.github.api_commits().is_empty());
 }
@@ -140,7 +180,10 @@ async fn a_lost_webhook_changes_nothing_the_run_poll_commits_and_opens_the_pr() 
     assert_eq!(reviewed.state, "in_review");
     let pulls = t.github.opened_pulls();
     assert_eq!(pulls.len(), 1);
-    assert!(pulls[0]["body"].as_str().unwrap().contains("not stated by the agent"));
+    assert!(pulls[0]["body"]
+        .as_str()
+        .unwrap()
+        .contains("not stated by the agent"));
     assert_eq!(t.github.api_commits().len(), 1);
 }
 
@@ -208,8 +251,16 @@ async fn only_the_dispatched_run_of_the_fix_workflow_on_the_target_repository_en
     ];
     for (what, event) in impostors {
         let (status, answer) = t.deliver("workflow_run", what, &event).await;
-        assert_eq!((status, answer["outcome"].as_str()), (202, Some("ignored")), "{what}: {answer}");
-        assert_eq!(t.job(job).await.state, "agent_running", "{what} changed the job");
+        assert_eq!(
+            (status, answer["outcome"].as_str()),
+            (202, Some("ignored")),
+            "{what}: {answer}"
+        );
+        assert_eq!(
+            t.job(job).await.state,
+            "agent_running",
+            "{what} changed the job"
+        );
     }
     // The real run's success still counts.
     t.deliver("workflow_run", "real", &run_completed(job, run, "success"))
@@ -222,18 +273,18 @@ async fn only_the_dispatched_run_of_the_fix_workflow_on_the_target_repository_en
 /// Patches the policy refuses end the job with the reason on its page;
 /// nothing reaches GitHub.
 #[tokio::test]
-async fn a_patch_to_a_workflow_over_the_cap_or_with_a_symlink_is_refused_and_the_job_page_says_why() {
+async fn a_patch_to_a_workflow_over_the_cap_or_with_a_symlink_is_refused_and_the_job_page_says_why()
+{
     let mut repo = repository_owned_by_alice("refused");
     let t = started(&mut repo).await;
     let bare = repo.bare();
     let symlink = |base: &str| {
-        let patch = format!(
-            "diff --git a/config/secrets.yml b/config/secrets.yml\nnew file mode 120000\nindex 0000000..e69de29\n--- /dev/null\n+++ b/config/secrets.yml\n@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n"
-        );
-        (base.to_owned(), patch.into_bytes())
+        let patch = "diff --git a/config/secrets.yml b/config/secrets.yml\nnew file mode 120000\nindex 0000000..e69de29\n--- /dev/null\n+++ b/config/secrets.yml\n@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n";
+        (base.to_owned(), patch.as_bytes().to_vec())
     };
     let big = "x".repeat(1024 * 1024 + 10);
-    let cases: Vec<(&str, Box<dyn Fn() -> (String, Vec<u8>)>, &str)> = vec![
+    type MakePatch<'a> = Box<dyn Fn() -> (String, Vec<u8>) + 'a>;
+    let cases: Vec<(&str, MakePatch, &str)> = vec![
         (
             "admin/users#update",
             Box::new(|| patch_over(&bare, "main", &[(".github/workflows/x.yml", "on: push\n")])),
@@ -258,18 +309,31 @@ async fn a_patch_to_a_workflow_over_the_cap_or_with_a_symlink_is_refused_and_the
         let run = t.run_of(job);
         let (base, patch) = make();
         upload_fix_result(&t.github, run, &base, &patch, None);
-        t.deliver("workflow_run", &format!("run-{job}"), &run_completed(job, run, "success"))
-            .await;
+        t.deliver(
+            "workflow_run",
+            &format!("run-{job}"),
+            &run_completed(job, run, "success"),
+        )
+        .await;
         let ended = t.wait_for(job, |j| j.state == "no_pr").await;
         let reason = ended.state_reason.clone().unwrap_or_default();
-        assert!(reason.contains("the patch was refused") && reason.contains(why), "{reason}");
+        assert!(
+            reason.contains("the patch was refused") && reason.contains(why),
+            "{reason}"
+        );
         let page = t.app.get_text(&format!("/jobs/{job}")).await;
-        assert!(page.contains("the patch was refused"), "the job page says why");
+        assert!(
+            page.contains("the patch was refused"),
+            "the job page says why"
+        );
     }
     assert!(t.github.api_commits().is_empty());
     assert!(t.github.opened_pulls().is_empty());
     assert!(
-        !t.github.requests().iter().any(|r| r.starts_with("POST /repos/acme/monolith/git/refs")),
+        !t.github
+            .requests()
+            .iter()
+            .any(|r| r.starts_with("POST /repos/acme/monolith/git/refs")),
         "no branch was made"
     );
 }
@@ -285,15 +349,38 @@ async fn a_devin_run_s_acus_are_read_from_devin_not_from_the_run() {
     t.github.set_pull_files(101, &[("app/models/order.rb", 2)]);
     let job = t.job_with_agent_running("admin/users#update").await;
     let run = t.run_of(job);
-    let (base, patch) = patch_over(&repo.bare(), "main", &[("app/models/order.rb", "class Order\n  # after commit\nend\n")]);
+    let (base, patch) = patch_over(
+        &repo.bare(),
+        "main",
+        &[(
+            "app/models/order.rb",
+            "class Order\n  # after commit\nend\n",
+        )],
+    );
     let result = json!({"base": base, "summary": "Devin moved the call.", "agent": "devin",
                         "devin_session_id": "5f0a9c", "acus": 999.0, "cost_usd": 9999.0});
-    let zip = longtx_github::zip::write(&[("result.json", result.to_string().as_bytes()), ("patch.diff", &patch)]);
-    t.github.store_artifact(run, "longtx-result", zip, false).unwrap();
-    t.deliver("workflow_run", "devin-done", &run_completed(job, run, "success"))
-        .await;
+    let zip = longtx_github::zip::write(&[
+        ("result.json", result.to_string().as_bytes()),
+        ("patch.diff", &patch),
+    ]);
+    t.github
+        .store_artifact(run, "longtx-result", zip, false)
+        .unwrap();
+    t.deliver(
+        "workflow_run",
+        "devin-done",
+        &run_completed(job, run, "success"),
+    )
+    .await;
     t.wait_for(job, |j| j.state == "in_review").await;
     let cost = t.app.store.job_cost(job).await.unwrap();
-    assert_eq!((cost.runs, cost.acus, cost.cost_usd), (1, 3.5, 3.5 * 2.25), "{cost:?}");
-    assert_eq!(devin.requests(), ["GET /v3/organizations/org-acme/sessions/devin-5f0a9c"]);
+    assert_eq!(
+        (cost.runs, cost.acus, cost.cost_usd),
+        (1, 3.5, 3.5 * 2.25),
+        "{cost:?}"
+    );
+    assert_eq!(
+        devin.requests(),
+        ["GET /v3/organizations/org-acme/sessions/devin-5f0a9c"]
+    );
 }

@@ -94,7 +94,11 @@ async fn review_ends(t: &Tracking, job: i64, head: &str, body: &Value, delivery:
     longtx_testkit::agent_result::upload_verdict(&t.github, run, body);
     t.github.complete_run(run, "success");
     let (_, answer) = t
-        .deliver("workflow_run", delivery, &pre_review_run_completed(job, head, run, "success"))
+        .deliver(
+            "workflow_run",
+            delivery,
+            &pre_review_run_completed(job, head, run, "success"),
+        )
         .await;
     answer
 }
@@ -105,7 +109,10 @@ fn review_run_id(t: &Tracking, job: i64, head: &str) -> u64 {
         .into_iter()
         .find(|r| {
             r["workflow"] == "long-transaction-pre-review.yml"
-                && r["inputs"]["job_id"] == job.to_string()
+                && r["inputs"]["job_id"]
+                    .as_str()
+                    .and_then(|s| s.parse::<i64>().ok())
+                    == Some(job)
                 && r["inputs"]["head_sha"] == head
         })
         .and_then(|r| r["id"].as_u64())
@@ -246,7 +253,10 @@ async fn a_push_is_judged_again_and_a_verdict_for_the_old_head_is_ignored() {
     .await;
 
     let answer = review_ends(&t, job, &old, &verdict(&old, false), "review-old").await;
-    assert_eq!(answer["outcome"], "ignored", "the old head's run no longer counts: {answer}");
+    assert_eq!(
+        answer["outcome"], "ignored",
+        "the old head's run no longer counts: {answer}"
+    );
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(
         t.job(job).await.state,
@@ -257,7 +267,10 @@ async fn a_push_is_judged_again_and_a_verdict_for_the_old_head_is_ignored() {
     assert!(t.github.closed_pulls().is_empty());
 
     review_ends(&t, job, &new, &verdict(&new, true), "review-new").await;
-    assert_eq!(t.wait_for(job, |j| j.state == "in_review").await.state, "in_review");
+    assert_eq!(
+        t.wait_for(job, |j| j.state == "in_review").await.state,
+        "in_review"
+    );
     assert_eq!(review_runs(&t, job).len(), 2, "one run per head, no more");
 }
 
@@ -281,7 +294,13 @@ async fn a_verdict_not_from_the_dispatched_run_changes_nothing_and_an_unusable_o
         .unwrap();
     assert_eq!(response.status(), 410);
     let answer: Value = response.json().await.unwrap();
-    assert!(answer["detail"].as_str().unwrap().contains("long-transaction-pre-review.yml"), "{answer}");
+    assert!(
+        answer["detail"]
+            .as_str()
+            .unwrap()
+            .contains("long-transaction-pre-review.yml"),
+        "{answer}"
+    );
 
     // A fork's run carrying the review run's id is not the review run.
     let run = review_run_id(&t, job, &head);
@@ -298,7 +317,10 @@ async fn a_verdict_not_from_the_dispatched_run_changes_nothing_and_an_unusable_o
     review_ends(&t, job, &head, &inconsistent, "review-1").await;
     let row = t.wait_for(job, |j| j.state == "in_review").await;
     assert_eq!(row.state, "in_review");
-    assert_eq!(row.pre_review_verdict.as_ref().unwrap()["verdict"], "no_verdict");
+    assert_eq!(
+        row.pre_review_verdict.as_ref().unwrap()["verdict"],
+        "no_verdict"
+    );
     assert!(
         row.pre_review_verdict.as_ref().unwrap()["reasons"][0]
             .as_str()

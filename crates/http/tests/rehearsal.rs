@@ -121,7 +121,12 @@ impl StandIns {
         // tools see it (GITHUB_TOKEN in their environment).
         git(
             &r.workspace,
-            &["remote", "set-url", "origin", &format!("https://x-access-token:{token}@github.example/acme/monolith.git")],
+            &[
+                "remote",
+                "set-url",
+                "origin",
+                &format!("https://x-access-token:{token}@github.example/acme/monolith.git"),
+            ],
         );
         self.agent_tokens.push(token);
         let prompt = with.get("prompt").cloned().unwrap_or_default();
@@ -200,7 +205,9 @@ impl StandIns {
             .map(|a| serde_json::from_str(a).expect("codex-args is a JSON array"))
             .unwrap_or_default();
         self.codex_network = with.get("sandbox").map(String::as_str) == Some("workspace-write")
-            && args.windows(2).any(|w| w[0] == "-c" && w[1] == "sandbox_workspace_write.network_access=true");
+            && args
+                .windows(2)
+                .any(|w| w[0] == "-c" && w[1] == "sandbox_workspace_write.network_access=true");
         // Codex's session file under its home (`codex-home`, else ~/.codex),
         // as openai/codex writes it: token_count events, `info` null on
         // the ones that carry only rate limits, totals cumulative.
@@ -245,11 +252,21 @@ impl StandIns {
         r: &Rehearsal,
     ) -> Result<BTreeMap<String, String>, String> {
         let name = with.get("name").cloned().unwrap_or("artifact".into());
-        let days: u32 = with.get("retention-days").map(|d| d.parse().map_err(|_| "retention-days is not a number".to_owned())).transpose()?.unwrap_or(90);
+        let days: u32 = with
+            .get("retention-days")
+            .map(|d| {
+                d.parse()
+                    .map_err(|_| "retention-days is not a number".to_owned())
+            })
+            .transpose()?
+            .unwrap_or(90);
         if !(1..=90).contains(&days) {
             return Err(format!("retention-days {days} is outside 1..90"));
         }
-        let root = PathBuf::from(with.get("path").ok_or("Input required and not supplied: path")?);
+        let root = PathBuf::from(
+            with.get("path")
+                .ok_or("Input required and not supplied: path")?,
+        );
         let hidden = with.get("include-hidden-files").map(String::as_str) == Some("true");
         let mut files = Vec::new();
         let mut stack = vec![root.clone()];
@@ -263,7 +280,11 @@ impl StandIns {
                 if path.is_dir() {
                     stack.push(path);
                 } else {
-                    let rel = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+                    let rel = path
+                        .strip_prefix(&root)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned();
                     files.push((rel, std::fs::read(&path).unwrap()));
                 }
             }
@@ -274,10 +295,15 @@ impl StandIns {
                 _ => Ok(BTreeMap::new()),
             };
         }
-        let refs: Vec<(&str, &[u8])> = files.iter().map(|(n, c)| (n.as_str(), c.as_slice())).collect();
+        let refs: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(n, c)| (n.as_str(), c.as_slice()))
+            .collect();
         let zip = longtx_github::zip::write(&refs);
         let overwrite = with.get("overwrite").map(String::as_str) == Some("true");
-        let id = self.github.store_artifact(r.github.run_id, &name, zip, overwrite)?;
+        let id = self
+            .github
+            .store_artifact(r.github.run_id, &name, zip, overwrite)?;
         Ok(BTreeMap::from([("artifact-id".to_owned(), id.to_string())]))
     }
 
@@ -287,18 +313,26 @@ impl StandIns {
         r: &Rehearsal,
     ) -> Result<BTreeMap<String, String>, String> {
         let name = with.get("name").ok_or("download-artifact: name")?;
-        let dest = with.get("path").map(PathBuf::from).unwrap_or(r.workspace.clone());
+        let dest = with
+            .get("path")
+            .map(PathBuf::from)
+            .unwrap_or(r.workspace.clone());
         let client = self.github.client(std::time::Duration::from_secs(5));
         let repo: longtx_github::RepoName = "acme/monolith".parse().unwrap();
         let run_id = r.github.run_id;
         let files = tokio::runtime::Handle::current().block_on(async {
             use longtx_github::GitHub;
-            let artifacts = client.run_artifacts(&repo, run_id).await.map_err(|e| e.to_string())?;
-            let artifact = artifacts
-                .iter()
-                .find(|a| &a.name == name)
-                .ok_or(format!("Unable to download artifact(s): Artifact not found for name: {name}"))?;
-            let zip = client.download_artifact(&repo, artifact.id, 1 << 24).await.map_err(|e| e.to_string())?;
+            let artifacts = client
+                .run_artifacts(&repo, run_id)
+                .await
+                .map_err(|e| e.to_string())?;
+            let artifact = artifacts.iter().find(|a| &a.name == name).ok_or(format!(
+                "Unable to download artifact(s): Artifact not found for name: {name}"
+            ))?;
+            let zip = client
+                .download_artifact(&repo, artifact.id, 1 << 24)
+                .await
+                .map_err(|e| e.to_string())?;
             longtx_github::zip::read(&zip, 1 << 24).map_err(|e| e.to_string())
         })?;
         for (path, content) in files {
@@ -347,7 +381,12 @@ impl Actions for StandIns {
                     let basic = base64_encode(&format!("x-access-token:{}", r.github.token));
                     git(
                         &r.workspace,
-                        &["config", "--local", "http.https://github.example/.extraheader", &format!("AUTHORIZATION: basic {basic}")],
+                        &[
+                            "config",
+                            "--local",
+                            "http.https://github.example/.extraheader",
+                            &format!("AUTHORIZATION: basic {basic}"),
+                        ],
                     );
                 }
                 Ok(BTreeMap::new())
@@ -358,7 +397,9 @@ impl Actions for StandIns {
                 if with.get("bundler-cache").map(String::as_str) == Some("true") {
                     // bundler.js: `bundle config --local path $PWD/vendor/bundle`,
                     // then `bundle install` into it.
-                    let gem = r.workspace.join("vendor/bundle/ruby/3.3.0/gems/rack-3.1.8/lib");
+                    let gem = r
+                        .workspace
+                        .join("vendor/bundle/ruby/3.3.0/gems/rack-3.1.8/lib");
                     std::fs::create_dir_all(&gem).unwrap();
                     std::fs::write(gem.join("rack.rb"), "module Rack; end\n").unwrap();
                     std::fs::create_dir_all(r.workspace.join(".bundle")).unwrap();
@@ -528,19 +569,39 @@ fn shipped(name: &str) -> PathBuf {
 /// What holds for every agent run: the Actions token may not write, the
 /// checkout keeps no credentials, the gems stay out of the artifact, and
 /// no step's log shows a token.
-async fn the_run_holds_no_power_and_leaks_nothing(report: &Report, r_token: &str, job_token: &str, t: &Tracking, dirs: &TempDir) {
+async fn the_run_holds_no_power_and_leaks_nothing(
+    report: &Report,
+    r_token: &str,
+    job_token: &str,
+    t: &Tracking,
+    dirs: &TempDir,
+) {
     assert!(report.succeeded, "{report:?}");
-    assert_eq!(report.permissions["contents"], "read", "{:?}", report.permissions);
+    assert_eq!(
+        report.permissions["contents"], "read",
+        "{:?}",
+        report.permissions
+    );
     assert!(
-        !["write", "admin"].iter().any(|w| report.permissions.to_string().contains(w)),
+        !["write", "admin"]
+            .iter()
+            .any(|w| report.permissions.to_string().contains(w)),
         "no write permission: {:?}",
         report.permissions
     );
     let config = std::fs::read_to_string(dirs.0.join("workspace/.git/config")).unwrap();
-    assert!(!config.contains("extraheader"), "checkout left credentials: {config}");
+    assert!(
+        !config.contains("extraheader"),
+        "checkout left credentials: {config}"
+    );
     for step in &report.steps {
         for (what, token) in [("the job token", job_token), ("the Actions token", r_token)] {
-            assert!(!step.log.contains(token), "{what} is in the log of {:?}:\n{}", step.name, step.log);
+            assert!(
+                !step.log.contains(token),
+                "{what} is in the log of {:?}:\n{}",
+                step.name,
+                step.log
+            );
         }
     }
     // What a hostile agent would do with the token its tools hold.
@@ -563,8 +624,17 @@ async fn uploaded(t: &Tracking, run_id: u64) -> BTreeMap<String, Vec<u8>> {
     let client = t.github.client(std::time::Duration::from_secs(5));
     let repo: longtx_github::RepoName = "acme/monolith".parse().unwrap();
     let artifacts = client.run_artifacts(&repo, run_id).await.unwrap();
-    assert_eq!(artifacts.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["longtx-result"]);
-    let zip = client.download_artifact(&repo, artifacts[0].id, 1 << 24).await.unwrap();
+    assert_eq!(
+        artifacts
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>(),
+        ["longtx-result"]
+    );
+    let zip = client
+        .download_artifact(&repo, artifacts[0].id, 1 << 24)
+        .await
+        .unwrap();
     longtx_github::zip::read(&zip, 1 << 24).unwrap()
 }
 
@@ -583,30 +653,57 @@ async fn rounds_0_and_1(template: &str, name: &str) -> (Tracking, i64, Vec<Stand
     let dirs = temp(&format!("{name}-0"));
     let (run_id, inputs) = dispatched(&t, "long-transaction-fix.yml");
     let job_token = inputs["prompt_token"].clone();
-    let r = rehearsal(&t, &shipped(template), (run_id, inputs.clone()), &actor, &dirs);
+    let r = rehearsal(
+        &t,
+        &shipped(template),
+        (run_id, inputs.clone()),
+        &actor,
+        &dirs,
+    );
     let actions_token = r.github.token.clone();
     let (report, actions) = run(r, &t, &mut repo).await;
     the_run_holds_no_power_and_leaks_nothing(&report, &actions_token, &job_token, &t, &dirs).await;
     let files = uploaded(&t, run_id).await;
     let patch = String::from_utf8_lossy(&files["patch.diff"]).into_owned();
     assert!(patch.contains("app/models/order.rb"), "{patch}");
-    assert!(!patch.contains("vendor/bundle") && !patch.contains(".bundle/config"), "the gems are not the agent's work: {patch}");
+    assert!(
+        !patch.contains("vendor/bundle") && !patch.contains(".bundle/config"),
+        "the gems are not the agent's work: {patch}"
+    );
     let result: serde_json::Value = serde_json::from_slice(&files["result.json"]).unwrap();
     assert_eq!(result["base"], inputs["base_sha"].as_str());
     stand_ins.push(actions);
-    t.deliver("workflow_run", &format!("{name}-0-done"), &run_completed(job, run_id, "success"))
+    t.deliver(
+        "workflow_run",
+        &format!("{name}-0-done"),
+        &run_completed(job, run_id, "success"),
+    )
+    .await;
+    let reviewed = t
+        .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
         .await;
-    let reviewed = t.wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested")).await;
     assert_eq!(reviewed.state, "in_review", "{reviewed:?}");
     let pulls = t.github.opened_pulls();
     assert_eq!(pulls.len(), 1);
     let number = pulls[0]["number"].as_u64().unwrap();
-    assert_eq!(t.github.api_commits().len(), 1, "one longtx commit for round 0");
+    assert_eq!(
+        t.github.api_commits().len(),
+        1,
+        "one longtx commit for round 0"
+    );
     let first_head = t.branch_head(&mut repo, job).unwrap();
 
     // A reviewer asks for a spec: round 1 on the new head.
-    let ask = pr_comment(number, 900, "alice", "User", "/longtx revise\nAdd a spec that the warehouse hears after commit.");
-    let (_, answer) = t.deliver("issue_comment", &format!("{name}-ask"), &ask).await;
+    let ask = pr_comment(
+        number,
+        900,
+        "alice",
+        "User",
+        "/longtx revise\nAdd a spec that the warehouse hears after commit.",
+    );
+    let (_, answer) = t
+        .deliver("issue_comment", &format!("{name}-ask"), &ask)
+        .await;
     assert_eq!(answer["outcome"], "revision_requested", "{answer}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !t.github.runs().iter().any(|r| r["inputs"]["round"] == "1") {
@@ -615,7 +712,10 @@ async fn rounds_0_and_1(template: &str, name: &str) -> (Tracking, i64, Vec<Stand
     }
     let (run_1, inputs) = dispatched(&t, "long-transaction-fix.yml");
     assert_eq!(inputs["round"], "1");
-    assert_eq!(inputs["base_sha"], first_head, "round 1 starts from the head longtx committed");
+    assert_eq!(
+        inputs["base_sha"], first_head,
+        "round 1 starts from the head longtx committed"
+    );
     let job_token = inputs["prompt_token"].clone();
     let dirs = temp(&format!("{name}-1"));
     let r = rehearsal(&t, &shipped(template), (run_1, inputs), &actor, &dirs);
@@ -623,7 +723,10 @@ async fn rounds_0_and_1(template: &str, name: &str) -> (Tracking, i64, Vec<Stand
     let (report, actions) = run(r, &t, &mut repo).await;
     the_run_holds_no_power_and_leaks_nothing(&report, &actions_token, &job_token, &t, &dirs).await;
     let prompt = std::fs::read_to_string(dirs.0.join("runner-temp/longtx/prompt.md")).unwrap();
-    assert!(prompt.contains("> Add a spec that the warehouse hears after commit."), "{prompt}");
+    assert!(
+        prompt.contains("> Add a spec that the warehouse hears after commit."),
+        "{prompt}"
+    );
     stand_ins.push(actions);
     // Wait until longtx recorded the round's run, as GitHub's event comes later.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -631,14 +734,25 @@ async fn rounds_0_and_1(template: &str, name: &str) -> (Tracking, i64, Vec<Stand
         assert!(std::time::Instant::now() < deadline, "the round never ran");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    t.deliver("workflow_run", &format!("{name}-1-done"), &round_run_completed(job, 1, run_1, "success"))
+    t.deliver(
+        "workflow_run",
+        &format!("{name}-1-done"),
+        &round_run_completed(job, 1, run_1, "success"),
+    )
+    .await;
+    let moved = t
+        .wait_for(job, |j| {
+            j.pr_head_sha.as_deref() != Some(first_head.as_str())
+        })
         .await;
-    let moved = t.wait_for(job, |j| j.pr_head_sha.as_deref() != Some(first_head.as_str())).await;
     let commits = t.github.api_commits();
     assert_eq!(commits.len(), 2, "one longtx commit per round: {commits:?}");
     assert_eq!(commits[1]["parent"], first_head.as_str());
     assert_eq!(moved.pr_head_sha.as_deref(), commits[1]["oid"].as_str());
-    assert!(commits[1]["message"].as_str().unwrap().contains("Longtx-Round: 1"));
+    assert!(commits[1]["message"]
+        .as_str()
+        .unwrap()
+        .contains("Longtx-Round: 1"));
     let rounds = t.app.store.rounds_of(job).await.unwrap();
     assert_eq!(rounds[0].state, "pushed", "{rounds:?}");
     assert_eq!(t.github.opened_pulls().len(), 1, "the PR is opened once");
@@ -648,30 +762,59 @@ async fn rounds_0_and_1(template: &str, name: &str) -> (Tracking, i64, Vec<Stand
 #[tokio::test]
 async fn the_claude_template_proposes_and_longtx_commits_round_0_and_round_1() {
     let (t, job, _) = rounds_0_and_1("long-transaction-fix.yml", "claude").await;
-    let body = t.github.opened_pulls()[0]["body"].as_str().unwrap().to_owned();
+    let body = t.github.opened_pulls()[0]["body"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(body.contains(&format!("<!-- longtx-job: {job} -->")));
-    assert!(body.contains("`http-call-inside-transaction`"), "the result names the pattern: {body}");
-    assert!(body.contains("> Moved the warehouse call after the commit."), "{body}");
+    assert!(
+        body.contains("`http-call-inside-transaction`"),
+        "the result names the pattern: {body}"
+    );
+    assert!(
+        body.contains("> Moved the warehouse call after the commit."),
+        "{body}"
+    );
     let cost = t.app.store.job_cost(job).await.unwrap();
-    assert_eq!((cost.runs, cost.cost_usd, cost.turns), (2, 0.84, 14), "both runs' cost, from their results");
+    assert_eq!(
+        (cost.runs, cost.cost_usd, cost.turns),
+        (2, 0.84, 14),
+        "both runs' cost, from their results"
+    );
 }
 
 #[tokio::test]
 async fn the_codex_template_proposes_with_the_database_in_reach_and_setup_first() {
     let (t, job, stand_ins) = rounds_0_and_1("long-transaction-fix.codex.yml", "codex").await;
-    assert!(stand_ins.iter().all(|s| s.codex_network), "the specs reach the database service");
+    assert!(
+        stand_ins.iter().all(|s| s.codex_network),
+        "the specs reach the database service"
+    );
     // drop-sudo: nothing after the agent may need root.
     let text = std::fs::read_to_string(shipped("long-transaction-fix.codex.yml")).unwrap();
     let after_agent = &text[text.find("uses: openai/codex-action").unwrap()..];
-    assert!(!after_agent.contains("sudo "), "a step after codex-action uses sudo");
-    assert!(text.find("uses: ruby/setup-ruby").unwrap() < text.find("uses: openai/codex-action").unwrap());
-    let body = t.github.opened_pulls()[0]["body"].as_str().unwrap().to_owned();
+    assert!(
+        !after_agent.contains("sudo "),
+        "a step after codex-action uses sudo"
+    );
+    assert!(
+        text.find("uses: ruby/setup-ruby").unwrap()
+            < text.find("uses: openai/codex-action").unwrap()
+    );
+    let body = t.github.opened_pulls()[0]["body"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(body.contains("`http-call-inside-transaction`"), "{body}");
     assert!(body.contains("> Moved the call after commit."), "{body}");
     // The session file's last totals, priced with the repository's vars:
     // (26549 - 24448) x 1.25 + 24448 x 0.125 + 1590 x 10, per million; twice.
     let cost = t.app.store.job_cost(job).await.unwrap();
-    assert_eq!((cost.runs, cost.tokens), (2, 2 * (26549 + 1590)), "{cost:?}");
+    assert_eq!(
+        (cost.runs, cost.tokens),
+        (2, 2 * (26549 + 1590)),
+        "{cost:?}"
+    );
     assert!((cost.cost_usd - 2.0 * 0.02158225).abs() < 1e-9, "{cost:?}");
 }
 
@@ -683,17 +826,33 @@ async fn an_older_template_is_refused_at_dispatch_with_a_reason_that_names_the_n
     let end = start + text[start..].find("type: string").unwrap() + "type: string\n".len();
     let old = format!("{}{}", &text[..start], &text[end..]);
     let mut repo = repository_owned_by_alice("old-template");
-    repo.commit(&[(".github/workflows/long-transaction-fix.yml", &old)], "Alice", "alice@example.com", 1);
+    repo.commit(
+        &[(".github/workflows/long-transaction-fix.yml", &old)],
+        "Alice",
+        "alice@example.com",
+        1,
+    );
     let t = Tracking::start(&repo.bare(), |_| {}).await;
     let hook = longtx_testkit::payloads::AmWebhook::with(
-        longtx_testkit::payloads::AmAlert::firing("admin/users#update").table("orders").value(150.0),
+        longtx_testkit::payloads::AmAlert::firing("admin/users#update")
+            .table("orders")
+            .value(150.0),
     );
-    let body: serde_json::Value = t.app.post_json("/webhooks/alertmanager", &hook.to_json()).await.json().await.unwrap();
+    let body: serde_json::Value = t
+        .app
+        .post_json("/webhooks/alertmanager", &hook.to_json())
+        .await
+        .json()
+        .await
+        .unwrap();
     let job = body["results"][0]["job_id"].as_i64().unwrap();
     let failed = t.wait_for(job, |j| j.state == "failed").await;
     let reason = failed.state_reason.unwrap_or_default();
     assert!(reason.contains("base_sha"), "{reason}");
-    assert!(reason.contains(".github/workflows/long-transaction-fix.yml"), "{reason}");
+    assert!(
+        reason.contains(".github/workflows/long-transaction-fix.yml"),
+        "{reason}"
+    );
     assert!(t.github.runs().is_empty());
 }
 
@@ -720,14 +879,19 @@ async fn an_app_dispatch_is_refused_by_the_action_unless_the_slug_is_an_allowed_
 }
 
 #[tokio::test]
-async fn the_pre_review_template_uploads_the_verdict_longtx_reads_it_and_the_check_job_publishes_it() {
+async fn the_pre_review_template_uploads_the_verdict_longtx_reads_it_and_the_check_job_publishes_it(
+) {
     let mut repo = repository_owned_by_alice("review");
     let t = Tracking::start_pre_review(&repo.bare(), PreReviewMode::On).await;
     t.github.set_pull_files(101, &[("app/models/order.rb", 2)]);
     let job = t.job_with_agent_running("admin/users#update").await;
     let run_id = t.propose_fix(&mut repo, job, None);
-    t.deliver("workflow_run", "review-done", &run_completed(job, run_id, "success"))
-        .await;
+    t.deliver(
+        "workflow_run",
+        "review-done",
+        &run_completed(job, run_id, "success"),
+    )
+    .await;
     let waiting = t.wait_for(job, |j| j.state == "pre_review").await;
     assert_eq!(waiting.state, "pre_review");
     let head = t.branch_head(&mut repo, job).unwrap();
@@ -740,24 +904,48 @@ async fn the_pre_review_template_uploads_the_verdict_longtx_reads_it_and_the_che
     let (review_run, inputs) = dispatched(&t, "long-transaction-pre-review.yml");
     let job_token = inputs["prompt_token"].clone();
     let dirs = temp("review");
-    let mut r = rehearsal(&t, &shipped("long-transaction-pre-review.yml"), (review_run, inputs.clone()), "alice", &dirs);
+    let mut r = rehearsal(
+        &t,
+        &shipped("long-transaction-pre-review.yml"),
+        (review_run, inputs.clone()),
+        "alice",
+        &dirs,
+    );
     r.job = Some("review".into());
     let actions_token = r.github.token.clone();
     let (report, _) = run(r, &t, &mut repo).await;
     the_run_holds_no_power_and_leaks_nothing(&report, &actions_token, &job_token, &t, &dirs).await;
-    assert!(t.github.check_runs().is_empty(), "the reviewing job cannot publish checks");
+    assert!(
+        t.github.check_runs().is_empty(),
+        "the reviewing job cannot publish checks"
+    );
 
     t.github.complete_run(review_run, "success");
-    t.deliver("workflow_run", "review-run-done", &pre_review_run_completed(job, &head, review_run, "success"))
+    t.deliver(
+        "workflow_run",
+        "review-run-done",
+        &pre_review_run_completed(job, &head, review_run, "success"),
+    )
+    .await;
+    let reviewed = t
+        .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
         .await;
-    let reviewed = t.wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested")).await;
     assert_eq!(reviewed.state, "in_review", "{reviewed:?}");
     let cost = t.app.store.job_cost(job).await.unwrap();
-    assert_eq!(cost.runs, 2, "the fix and the review each count once: {cost:?}");
+    assert_eq!(
+        cost.runs, 2,
+        "the fix and the review each count once: {cost:?}"
+    );
 
     // The check job: no agent, `checks: write`, reads the verdict from this run.
     let dirs = temp("review-check");
-    let mut r = rehearsal(&t, &shipped("long-transaction-pre-review.yml"), (review_run, inputs), "alice", &dirs);
+    let mut r = rehearsal(
+        &t,
+        &shipped("long-transaction-pre-review.yml"),
+        (review_run, inputs),
+        "alice",
+        &dirs,
+    );
     r.job = Some("check".into());
     r.github.token = t.github.actions_token_for(
         &std::fs::read_to_string(shipped("long-transaction-pre-review.yml")).unwrap(),

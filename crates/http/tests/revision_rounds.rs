@@ -120,7 +120,10 @@ impl FixPr {
             .github
             .runs()
             .into_iter()
-            .find(|r| r["workflow"] == "long-transaction-pre-review.yml" && r["inputs"]["head_sha"] == head)
+            .find(|r| {
+                r["workflow"] == "long-transaction-pre-review.yml"
+                    && r["inputs"]["head_sha"] == head
+            })
             .and_then(|r| r["id"].as_u64())
             .unwrap();
         let body = json!({
@@ -140,7 +143,9 @@ impl FixPr {
             .deliver("workflow_run", &format!("review-{head}"), &done)
             .await;
         assert_eq!(answer["outcome"], "pre_review_run_ended", "{answer}");
-        let pool = longtx_testkit::sqlx::PgPool::connect(&self.t.app.db.url()).await.unwrap();
+        let pool = longtx_testkit::sqlx::PgPool::connect(&self.t.app.db.url())
+            .await
+            .unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         let outcome: String = loop {
             let found: Option<String> = longtx_testkit::sqlx::query_scalar(
@@ -154,7 +159,10 @@ impl FixPr {
             if let Some(found) = found {
                 break found;
             }
-            assert!(Instant::now() < deadline, "longtx never read the verdict for {head}");
+            assert!(
+                Instant::now() < deadline,
+                "longtx never read the verdict for {head}"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
         let outcome = if outcome.starts_with("moved") {
@@ -178,10 +186,23 @@ impl FixPr {
         let (base, patch) = longtx_testkit::agent_result::patch_over(
             &self.repo.bare_path(),
             &branch,
-            &[(&format!("spec/round_{round}_spec.rb"), "# the warehouse is told after commit\n")],
+            &[(
+                &format!("spec/round_{round}_spec.rb"),
+                "# the warehouse is told after commit\n",
+            )],
         );
-        assert_eq!(run["inputs"]["base_sha"], base.as_str(), "the round starts from the branch head");
-        longtx_testkit::agent_result::upload_fix_result(&self.t.github, run_id, &base, &patch, None);
+        assert_eq!(
+            run["inputs"]["base_sha"],
+            base.as_str(),
+            "the round starts from the branch head"
+        );
+        longtx_testkit::agent_result::upload_fix_result(
+            &self.t.github,
+            run_id,
+            &base,
+            &patch,
+            None,
+        );
         self.round_ends(round, run_id, "success").await;
         let bare = self.repo.bare_path();
         let head = || {
@@ -431,14 +452,22 @@ async fn a_round_whose_patch_touches_a_workflow_is_refused_said_on_the_pr_and_pe
     assert!(reason.contains("protected path (.github/**)"), "{reason}");
     let comment = pr.t.github.comments_on(PR).remove(0);
     assert!(
-        comment.contains("proposed a change longtx did not commit") && comment.contains(".github/workflows/deploy.yml"),
+        comment.contains("proposed a change longtx did not commit")
+            && comment.contains(".github/workflows/deploy.yml"),
         "{comment}"
     );
     let page = pr.t.app.get_text(&format!("/jobs/{}", pr.job)).await;
     assert!(page.contains("protected path"), "the job page says why");
     let job = pr.t.wait_for(pr.job, |j| j.state == "in_review").await;
-    assert_eq!(job.state, "in_review", "a refused round hands the PR to people");
-    assert_eq!(job.pr_head_sha.as_deref(), Some(pr.head.as_str()), "the PR stays as it was");
+    assert_eq!(
+        job.state, "in_review",
+        "a refused round hands the PR to people"
+    );
+    assert_eq!(
+        job.pr_head_sha.as_deref(),
+        Some(pr.head.as_str()),
+        "the PR stays as it was"
+    );
     assert!(pr.t.github.api_commits().is_empty());
 }
 

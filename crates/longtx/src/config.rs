@@ -620,15 +620,28 @@ fn load_github(
             .or(file.workflow.clone())
             .unwrap_or_else(|| "long-transaction-fix.yml".into()),
         workflow_ref: var("LONGTX_WORKFLOW_REF").or(file.workflow_ref.clone()),
-        devin: match (var("LONGTX_DEVIN_SERVICE_TOKEN"), var("LONGTX_DEVIN_ORG_ID")) {
+        devin: match (
+            var("LONGTX_DEVIN_SERVICE_TOKEN"),
+            var("LONGTX_DEVIN_ORG_ID"),
+        ) {
             (Some(service_token), Some(org_id)) => Some(longtx_pipeline::DevinSettings {
-                api_url: var("LONGTX_DEVIN_API_URL").unwrap_or_else(|| "https://api.devin.ai".into()),
+                api_url: var("LONGTX_DEVIN_API_URL")
+                    .unwrap_or_else(|| "https://api.devin.ai".into()),
                 org_id,
                 service_token,
                 usd_per_acu: match var("LONGTX_USD_PER_ACU") {
-                    Some(v) => Some(v.trim().parse::<f64>().ok().filter(|p| p.is_finite() && *p >= 0.0).ok_or_else(|| {
-                        invalid("LONGTX_USD_PER_ACU", format!("{v:?} is not a price in US dollars"))
-                    })?),
+                    Some(v) => Some(
+                        v.trim()
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|p| p.is_finite() && *p >= 0.0)
+                            .ok_or_else(|| {
+                                invalid(
+                                    "LONGTX_USD_PER_ACU",
+                                    format!("{v:?} is not a price in US dollars"),
+                                )
+                            })?,
+                    ),
                     None => None,
                 },
             }),
@@ -636,7 +649,8 @@ fn load_github(
             _ => {
                 return Err(invalid(
                     "LONGTX_DEVIN_SERVICE_TOKEN",
-                    "set both LONGTX_DEVIN_SERVICE_TOKEN and LONGTX_DEVIN_ORG_ID, or neither".to_owned(),
+                    "set both LONGTX_DEVIN_SERVICE_TOKEN and LONGTX_DEVIN_ORG_ID, or neither"
+                        .to_owned(),
                 ))
             }
         },

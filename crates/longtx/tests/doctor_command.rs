@@ -172,10 +172,14 @@ async fn every_misconfiguration_is_named_with_its_fix() {
 }
 
 #[tokio::test]
-async fn an_app_without_its_slug_in_the_actions_variables_fails_and_optional_secrets_are_not_asked() {
+async fn an_app_without_its_slug_in_the_actions_variables_fails_and_optional_secrets_are_not_asked()
+{
     let db = TestDatabase::create().await;
     db.store(&Default::default()).migrate().await.unwrap();
-    let repo = repository(true, &longtx_testkit::shipped_workflow("long-transaction-fix.devin.yml"));
+    let repo = repository(
+        true,
+        &longtx_testkit::shipped_workflow("long-transaction-fix.devin.yml"),
+    );
     let github = FakeGitHub::start().await.with_remote(&repo.bare_path());
     // Devin's key in an environment; its optional service token nowhere.
     github.add_environment("agents", &["DEVIN_API_KEY"]);
@@ -184,9 +188,15 @@ async fn an_app_without_its_slug_in_the_actions_variables_fails_and_optional_sec
     assert!(!ok);
     let (got, text) = status(&report, "github.app_slug");
     assert_eq!(got, "fail", "{text}");
-    assert!(text.contains("LONGTX_APP_SLUG is not set") && text.contains("longtx-app"), "{text}");
+    assert!(
+        text.contains("LONGTX_APP_SLUG is not set") && text.contains("longtx-app"),
+        "{text}"
+    );
     let (got, text) = status(&report, "github.secrets");
-    assert_eq!(got, "pass", "an environment secret counts, an optional one is not asked: {text}");
+    assert_eq!(
+        got, "pass",
+        "an environment secret counts, an optional one is not asked: {text}"
+    );
 
     github.set_actions_variable("LONGTX_APP_SLUG", "someone-elses-app");
     let (_, report) = doctor(&github, &db, &[]).await;
@@ -210,5 +220,8 @@ async fn a_job_that_outlives_longtx_s_timeout_is_warned_about() {
     let (_, report) = doctor(&github, &db, &[]).await;
     let (got, text) = status(&report, "github.workflow.timeouts");
     assert_eq!(got, "warn", "{text}");
-    assert!(text.contains("`fix` may run 180 min") && text.contains("LONGTX_AGENT_TIMEOUT"), "{text}");
+    assert!(
+        text.contains("`fix` may run 180 min") && text.contains("LONGTX_AGENT_TIMEOUT"),
+        "{text}"
+    );
 }

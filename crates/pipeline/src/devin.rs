@@ -62,17 +62,32 @@ pub(crate) async fn devin_cost(settings: &ResultSettings, session: Option<&str>)
         .timeout(Duration::from_secs(30))
         .build();
     let answer = match client {
-        Ok(client) => client.get(&url).bearer_auth(&devin.service_token).send().await,
-        Err(e) => return { tracing::warn!(error = %e, "no HTTP client for Devin's API"); cost },
+        Ok(client) => {
+            client
+                .get(&url)
+                .bearer_auth(&devin.service_token)
+                .send()
+                .await
+        }
+        Err(e) => {
+            return {
+                tracing::warn!(error = %e, "no HTTP client for Devin's API");
+                cost
+            }
+        }
     };
     match answer.map(|r| r.error_for_status()) {
         Ok(Ok(response)) => match response.json::<Session>().await {
-            Ok(Session { acus_consumed: Some(acus) }) if acus.is_finite() && acus >= 0.0 => {
+            Ok(Session {
+                acus_consumed: Some(acus),
+            }) if acus.is_finite() && acus >= 0.0 => {
                 cost.acus = Some(acus);
                 cost.cost_usd = devin.usd_per_acu.map(|price| acus * price);
             }
             Ok(_) => tracing::warn!(session = %id, "Devin's API gave no ACU figure"),
-            Err(e) => tracing::warn!(error = %e.without_url(), "Devin's API answered something else"),
+            Err(e) => {
+                tracing::warn!(error = %e.without_url(), "Devin's API answered something else")
+            }
         },
         Ok(Err(e)) | Err(e) => {
             tracing::warn!(error = %e.without_url(), session = %id, "reading the session's ACUs failed; the run counts without a cost")

@@ -166,7 +166,13 @@ impl<G: GitHub> Dispatcher<G> {
         }
         let (dispatch, record) = self.request(&job, &git_ref);
         match self
-            .send(github, &dispatch, Target::Job(job.id), job.attempts, job.started_at)
+            .send(
+                github,
+                &dispatch,
+                Target::Job(job.id),
+                job.attempts,
+                job.started_at,
+            )
             .await
         {
             Ok((run, outcome)) => self.record(&job, run, &record, outcome).await,
@@ -177,7 +183,12 @@ impl<G: GitHub> Dispatcher<G> {
     /// Pins the commit the run starts from (the ref's head now; a retried
     /// claim keeps the one pinned first), so longtx knows what the run's
     /// patch applies to without believing the run.
-    async fn pin_base(&self, github: &G, job: &mut ClaimedJob, git_ref: &str) -> Result<(), GitHubError> {
+    async fn pin_base(
+        &self,
+        github: &G,
+        job: &mut ClaimedJob,
+        git_ref: &str,
+    ) -> Result<(), GitHubError> {
         if job.base_sha.is_some() {
             return Ok(());
         }
@@ -186,7 +197,10 @@ impl<G: GitHub> Dispatcher<G> {
             .await?
             .ok_or_else(|| GitHubError::Refused {
                 status: 404,
-                message: format!("the dispatch ref {git_ref} is not a branch of {}", self.settings.repo),
+                message: format!(
+                    "the dispatch ref {git_ref} is not a branch of {}",
+                    self.settings.repo
+                ),
             })?;
         job.base_sha = self
             .store
@@ -267,9 +281,15 @@ impl<G: GitHub> Dispatcher<G> {
         let started_at = match self.store.dispatched_run(job_id, 0).await {
             Ok(Some(d)) => d.started_at,
             Ok(None) => None,
-            Err(e) => return Err(GitHubError::Unavailable(format!("reading the dispatch: {e}"))),
+            Err(e) => {
+                return Err(GitHubError::Unavailable(format!(
+                    "reading the dispatch: {e}"
+                )))
+            }
         };
-        let Some(started_at) = started_at else { return Ok(None) };
+        let Some(started_at) = started_at else {
+            return Ok(None);
+        };
         self.existing(github, Target::Job(job_id), started_at).await
     }
 

@@ -16,14 +16,14 @@ mod rounds;
 mod wontfix;
 mod workers;
 
+pub use devin::DevinSettings;
 pub use dispatch::{fix_inputs, spawn_dispatcher, DispatchSettings};
 pub use ignore::LiveIgnoreList;
 pub use pr_opener::{spawn_pr_opener, AfterOpen, PrOpenQueue, PrOpenSettings};
 pub use pre_review::{pre_review_inputs, spawn_pre_reviewer, PreReviewQueue, PreReviewSettings};
 pub use prompts::{facts_of, spawn_prompt_worker, PromptQueue};
-pub use devin::DevinSettings;
-pub use results::ResultSettings;
 pub use requests::{spawn_request_worker, RequestQueue, RequestSettings};
+pub use results::ResultSettings;
 pub use reviewers::{
     comment_marker, configured_login, history_reason, owner_candidates, spawn_reviewer,
     ReviewQueue, ReviewSettings,

@@ -222,20 +222,22 @@ impl<G: GitHub> Opener<G> {
         let repo = &self.settings.repo;
         let (Some(run_id), Some(base)) = (claim.run_id, claim.base_sha.as_deref()) else {
             return Ok(Err(
-                "longtx recorded no run id or base commit for this job's run".to_owned()
+                "longtx recorded no run id or base commit for this job's run".to_owned(),
             ));
         };
         let max = self.settings.results.max_artifact_bytes();
-        let files = match results::fetch_result(self.github.as_ref(), repo, run_id as u64, max).await? {
-            Fetched::Files(files) => files,
-            Fetched::Missing(why) => return Ok(Err(why)),
-        };
+        let files =
+            match results::fetch_result(self.github.as_ref(), repo, run_id as u64, max).await? {
+                Fetched::Files(files) => files,
+                Fetched::Missing(why) => return Ok(Err(why)),
+            };
         let result = match FixResult::parse(&files[RESULT_FILE]) {
             Ok(result) => result,
             Err(e) => return Ok(Err(format!("run {run_id}: {e}"))),
         };
         let cost = results::fix_cost(&self.settings.results, &result).await;
-        self.record_cost(claim.job_id, run_id as u64, 0, &cost).await;
+        self.record_cost(claim.job_id, run_id as u64, 0, &cost)
+            .await;
         if result.base != base {
             return Ok(Err(format!(
                 "run {run_id} started from {}, not the commit longtx pinned ({base})",
@@ -258,7 +260,10 @@ impl<G: GitHub> Opener<G> {
                 let said = if result.summary.trim().is_empty() {
                     String::new()
                 } else {
-                    format!("; it said: {}", longtx_core::text::one_line(&result.summary))
+                    format!(
+                        "; it said: {}",
+                        longtx_core::text::one_line(&result.summary)
+                    )
                 };
                 return Ok(Err(format!("the agent changed nothing{said}")));
             }
@@ -267,7 +272,9 @@ impl<G: GitHub> Opener<G> {
                 return Ok(Err(format!("the patch was refused: {why}")));
             }
             Err(results::ApplyError::GitHub(e)) => return Err(e),
-            Err(results::ApplyError::Git(e)) => return Err(GitHubError::Unavailable(e.to_string())),
+            Err(results::ApplyError::Git(e)) => {
+                return Err(GitHubError::Unavailable(e.to_string()))
+            }
         };
         self.github.create_branch(repo, &branch, base).await?;
         let message = fix_pr::commit_message(
@@ -289,7 +296,10 @@ impl<G: GitHub> Opener<G> {
         .await
         {
             Ok(sha) => sha,
-            Err(GitHubError::Refused { status: 409, message }) => return Ok(Err(message)),
+            Err(GitHubError::Refused {
+                status: 409,
+                message,
+            }) => return Ok(Err(message)),
             Err(e) => return Err(e),
         };
         tracing::info!(commit = %sha, "longtx committed the agent's patch");
@@ -396,6 +406,8 @@ pub(crate) async fn record_cost(
                 tracing::warn!(error = %e, "recording the run's cost failed");
             }
         }
-        Err(why) => tracing::warn!(%why, run_id, "the run's cost figures were not believable; dropped"),
+        Err(why) => {
+            tracing::warn!(%why, run_id, "the run's cost figures were not believable; dropped")
+        }
     }
 }

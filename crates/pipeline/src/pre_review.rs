@@ -207,17 +207,37 @@ impl<G: GitHub> Worker<G> {
                 ),
             ));
         }
-        let files = match fetch_result(self.github.as_ref(), &self.settings.repo, run.id, self.settings.max_artifact_bytes).await? {
+        let files = match fetch_result(
+            self.github.as_ref(),
+            &self.settings.repo,
+            run.id,
+            self.settings.max_artifact_bytes,
+        )
+        .await?
+        {
             Fetched::Files(files) => files,
-            Fetched::Missing(why) => return Ok(no_verdict(head, format!("{why}; people are asked instead"))),
+            Fetched::Missing(why) => {
+                return Ok(no_verdict(head, format!("{why}; people are asked instead")))
+            }
         };
         let result = match ReviewResult::parse(&files[RESULT_FILE]) {
             Ok(result) => result,
-            Err(e) => return Ok(no_verdict(head, format!("run {}: {e}; people are asked instead", run.id))),
+            Err(e) => {
+                return Ok(no_verdict(
+                    head,
+                    format!("run {}: {e}; people are asked instead", run.id),
+                ))
+            }
         };
         crate::pr_opener::record_cost(&self.store, job_id, run.id, 0, &result.cost).await;
         if let Err(e) = result.verdict.validate() {
-            return Ok(no_verdict(head, format!("run {}'s verdict is not usable ({e}); people are asked instead", run.id)));
+            return Ok(no_verdict(
+                head,
+                format!(
+                    "run {}'s verdict is not usable ({e}); people are asked instead",
+                    run.id
+                ),
+            ));
         }
         Ok(result.verdict)
     }
@@ -241,7 +261,9 @@ impl<G: GitHub> Worker<G> {
             started_at,
         };
         Ok(runs.into_iter().find(|r| {
-            r.display_title.as_deref().is_some_and(|t| t.contains(marker))
+            r.display_title
+                .as_deref()
+                .is_some_and(|t| t.contains(marker))
                 && agent_run::check(&dispatched, &r.observed(), true).is_ok()
         }))
     }

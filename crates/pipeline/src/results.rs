@@ -69,8 +69,13 @@ pub(crate) async fn fetch_result<G: GitHub>(
     }
     let zip = match github.download_artifact(repo, artifact.id, max_bytes).await {
         Ok(zip) => zip,
-        Err(GitHubError::Refused { status: 413, message }) => {
-            return Ok(Fetched::Missing(format!("run {run_id}'s result: {message}")))
+        Err(GitHubError::Refused {
+            status: 413,
+            message,
+        }) => {
+            return Ok(Fetched::Missing(format!(
+                "run {run_id}'s result: {message}"
+            )))
         }
         Err(e) => return Err(e),
     };
@@ -85,7 +90,10 @@ pub(crate) async fn fetch_result<G: GitHub>(
 
 /// What a fix run cost: Devin's from Devin's API (the run only names its
 /// session), any other agent's as its result says.
-pub(crate) async fn fix_cost(settings: &ResultSettings, result: &longtx_core::agent_run::FixResult) -> longtx_core::agent_run::RunCost {
+pub(crate) async fn fix_cost(
+    settings: &ResultSettings,
+    result: &longtx_core::agent_run::FixResult,
+) -> longtx_core::agent_run::RunCost {
     if result.cost.agent.as_deref() == Some("devin") {
         return crate::devin::devin_cost(settings, result.devin_session_id.as_deref()).await;
     }

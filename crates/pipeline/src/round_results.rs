@@ -41,10 +41,16 @@ impl<G: GitHub> Opener<G> {
         };
         let ended = match outcome {
             Ok(Outcome::Committed(sha)) => {
-                if let Err(e) = self.store.record_round_commit(round.job_id, round.round, &sha).await {
+                if let Err(e) = self
+                    .store
+                    .record_round_commit(round.job_id, round.round, &sha)
+                    .await
+                {
                     return tracing::warn!(error = %e, "recording the round's commit failed; retried");
                 }
-                self.store.record_round_head(round.job_id, round.round, Some(&sha)).await
+                self.store
+                    .record_round_head(round.job_id, round.round, Some(&sha))
+                    .await
             }
             Ok(Outcome::Unchanged) => {
                 self.store
@@ -53,7 +59,10 @@ impl<G: GitHub> Opener<G> {
             }
             Ok(Outcome::Refused(why)) => {
                 // Said on the PR first (found again by its marker), then ended.
-                let marker = format!("<!-- longtx-round-refused: {} {} -->", round.job_id, round.round);
+                let marker = format!(
+                    "<!-- longtx-round-refused: {} {} -->",
+                    round.job_id, round.round
+                );
                 let body = format!(
                     "Revision round {} proposed a change longtx did not commit: {why}.\n\nThe PR stays as it was.\n\n{marker}",
                     round.round
@@ -70,9 +79,13 @@ impl<G: GitHub> Opener<G> {
                 if let Err(e) = said {
                     return tracing::warn!(error = %e, "saying why the round was refused failed; retried");
                 }
-                self.store.refuse_round(round.job_id, round.round, &why).await
+                self.store
+                    .refuse_round(round.job_id, round.round, &why)
+                    .await
             }
-            Err(e) => return tracing::warn!(error = %e, "applying the round's result failed; retried"),
+            Err(e) => {
+                return tracing::warn!(error = %e, "applying the round's result failed; retried")
+            }
         };
         match ended {
             Ok(Some(ended)) => {
@@ -99,13 +112,16 @@ impl<G: GitHub> Opener<G> {
     async fn round_outcome(&self, round: &RoundToApply) -> Result<Outcome, ApplyError> {
         let repo = &self.settings.repo;
         let Some(run_id) = round.run_id else {
-            return Ok(Outcome::Refused("longtx recorded no run id for the round".into()));
+            return Ok(Outcome::Refused(
+                "longtx recorded no run id for the round".into(),
+            ));
         };
         let max = self.settings.results.max_artifact_bytes();
-        let files = match results::fetch_result(self.github.as_ref(), repo, run_id as u64, max).await? {
-            Fetched::Files(files) => files,
-            Fetched::Missing(why) => return Ok(Outcome::Refused(why)),
-        };
+        let files =
+            match results::fetch_result(self.github.as_ref(), repo, run_id as u64, max).await? {
+                Fetched::Files(files) => files,
+                Fetched::Missing(why) => return Ok(Outcome::Refused(why)),
+            };
         let result = match FixResult::parse(&files[RESULT_FILE]) {
             Ok(result) => result,
             Err(e) => return Ok(Outcome::Refused(format!("run {run_id}: {e}"))),
@@ -152,7 +168,10 @@ impl<G: GitHub> Opener<G> {
         .await
         {
             Ok(sha) => Ok(Outcome::Committed(sha)),
-            Err(GitHubError::Refused { status: 409, message }) => Ok(Outcome::Refused(message)),
+            Err(GitHubError::Refused {
+                status: 409,
+                message,
+            }) => Ok(Outcome::Refused(message)),
             Err(e) => Err(e.into()),
         }
     }

@@ -229,7 +229,12 @@ impl Store {
     }
 
     /// A pre-review run found by name after the dispatch gave no id.
-    pub async fn set_pre_review_run(&self, job_id: i64, head: &str, run_id: i64) -> Result<(), StoreError> {
+    pub async fn set_pre_review_run(
+        &self,
+        job_id: i64,
+        head: &str,
+        run_id: i64,
+    ) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE jobs SET pre_review_run_id = $3 WHERE id = $1 AND pre_review_head = $2 \
                AND pre_review_state = 'dispatched' AND pre_review_run_id IS NULL",

@@ -17,7 +17,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .output()
         .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -32,7 +36,15 @@ pub fn patch_over(remote: &Path, base_ref: &str, files: &[(&str, &str)]) -> (Str
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     let _ = std::fs::remove_dir_all(&dir);
-    git(Path::new("/"), &["clone", "--quiet", remote.to_str().unwrap(), dir.to_str().unwrap()]);
+    git(
+        Path::new("/"),
+        &[
+            "clone",
+            "--quiet",
+            remote.to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ],
+    );
     git(&dir, &["checkout", "--quiet", base_ref]);
     let base = git(&dir, &["rev-parse", "HEAD"]).trim().to_owned();
     for (path, text) in files {
@@ -79,7 +91,8 @@ pub fn upload_fix_result(
 
 /// Stores a pre-review run's result: `verdict` and its cost.
 pub fn upload_verdict(github: &FakeGitHub, run_id: u64, verdict: &serde_json::Value) -> u64 {
-    let result = serde_json::json!({"verdict": verdict, "agent": "claude", "cost_usd": 0.05, "turns": 2});
+    let result =
+        serde_json::json!({"verdict": verdict, "agent": "claude", "cost_usd": 0.05, "turns": 2});
     let zip = longtx_github::zip::write(&[("result.json", result.to_string().as_bytes())]);
     github
         .store_artifact(run_id, "longtx-result", zip, true)

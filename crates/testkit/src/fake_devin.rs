@@ -41,7 +41,11 @@ impl FakeDevin {
 
     /// A session of the organisation, with the ACUs it consumed.
     pub fn add_session(&self, devin_id: &str, acus: f64) {
-        self.inner.lock().unwrap().acus.insert(devin_id.to_owned(), acus);
+        self.inner
+            .lock()
+            .unwrap()
+            .acus
+            .insert(devin_id.to_owned(), acus);
     }
 
     pub fn requests(&self) -> Vec<String> {
@@ -65,13 +69,28 @@ async fn session(
     Path((org, id)): Path<(String, String)>,
 ) -> Response {
     let mut inner = inner.lock().unwrap();
-    inner.requests.push(format!("GET /v3/organizations/{org}/sessions/{id}"));
-    let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
+    inner
+        .requests
+        .push(format!("GET /v3/organizations/{org}/sessions/{id}"));
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     if auth != format!("Bearer {DEVIN_SERVICE_TOKEN}") {
-        return (StatusCode::UNAUTHORIZED, Json(json!({"detail": "Invalid API key"}))).into_response();
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"detail": "Invalid API key"})),
+        )
+            .into_response();
     }
     match (org == DEVIN_ORG, inner.acus.get(&id)) {
-        (true, Some(acus)) => Json(json!({"devin_id": id, "status": "exit", "acus_consumed": acus})).into_response(),
-        _ => (StatusCode::NOT_FOUND, Json(json!({"detail": "Session not found"}))).into_response(),
+        (true, Some(acus)) => {
+            Json(json!({"devin_id": id, "status": "exit", "acus_consumed": acus})).into_response()
+        }
+        _ => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"detail": "Session not found"})),
+        )
+            .into_response(),
     }
 }

@@ -163,8 +163,10 @@ pub fn round_run_completed(job_id: i64, round: u32, run_id: u64, conclusion: &st
 pub fn pre_review_run_completed(job_id: i64, head: &str, run_id: u64, conclusion: &str) -> Value {
     let mut event = run_completed(job_id, run_id, conclusion);
     event["workflow_run"]["path"] = json!(".github/workflows/long-transaction-pre-review.yml");
-    event["workflow_run"]["display_title"] =
-        json!(format!("longtx pre-review {job_id} {}: admin/users#update", &head[..12.min(head.len())]));
+    event["workflow_run"]["display_title"] = json!(format!(
+        "longtx pre-review {job_id} {}: admin/users#update",
+        &head[..12.min(head.len())]
+    ));
     event
 }
 

@@ -22,12 +22,12 @@ pub mod workflow_runner;
 
 pub use app::{TestApp, TestAppBuilder, GITHUB_REPO};
 pub use db::TestDatabase;
+pub use fake_devin::{FakeDevin, DEVIN_ORG, DEVIN_SERVICE_TOKEN};
 pub use fake_github::{
     full_app_permissions, FakeGitHub, Fault, ReviewRequest, APP_SLUG, OWN_LOGIN,
 };
 /// Runs futures concurrently on the current task and collects their outputs.
 pub use futures_util::future::join_all;
-pub use fake_devin::{FakeDevin, DEVIN_ORG, DEVIN_SERVICE_TOKEN};
 pub use git_repo::{history_now, GitRepo};
 /// Re-exported so tests can read tables without their own dependency.
 pub use sqlx;
@@ -164,7 +164,9 @@ pub fn result_settings(
     remote: &std::path::Path,
     mirror_dir: &std::path::Path,
 ) -> longtx_pipeline::ResultSettings {
-    use longtx_core::patch_policy::{PatchPolicy, DEFAULT_MAX_PATCH_BYTES, DEFAULT_MAX_PATCH_FILES};
+    use longtx_core::patch_policy::{
+        PatchPolicy, DEFAULT_MAX_PATCH_BYTES, DEFAULT_MAX_PATCH_FILES,
+    };
     longtx_pipeline::ResultSettings {
         mirror: longtx_git::Mirror {
             path: mirror_dir.join("commits.git"),

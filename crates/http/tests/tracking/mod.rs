@@ -55,7 +55,10 @@ impl Tracking {
 
     /// As [`Tracking::start`], with longtx reading Devin runs' ACUs from
     /// `devin`.
-    pub async fn start_with_devin(remote: &std::path::Path, devin: longtx_pipeline::DevinSettings) -> Tracking {
+    pub async fn start_with_devin(
+        remote: &std::path::Path,
+        devin: longtx_pipeline::DevinSettings,
+    ) -> Tracking {
         Self::start_full_with(remote, |_| {}, |_| {}, None, Some(devin)).await
     }
 
@@ -194,8 +197,14 @@ pub fn repository_owned_by_alice(name: &str) -> longtx_testkit::GitRepo {
             (".github/CODEOWNERS", "app/models/ @alice\n"),
             ("app/models/order.rb", "class Order; end\n"),
             // setup-ruby's bundler cache needs a lockfile.
-            ("Gemfile", "source \"https://rubygems.org\"\ngem \"rails\"\n"),
-            ("Gemfile.lock", "GEM\n  remote: https://rubygems.org/\n  specs:\n    rails (8.0.0)\n"),
+            (
+                "Gemfile",
+                "source \"https://rubygems.org\"\ngem \"rails\"\n",
+            ),
+            (
+                "Gemfile.lock",
+                "GEM\n  remote: https://rubygems.org/\n  specs:\n    rails (8.0.0)\n",
+            ),
             (
                 ".github/workflows/long-transaction-fix.yml",
                 &longtx_testkit::shipped_workflow("long-transaction-fix.yml"),
@@ -216,14 +225,28 @@ pub fn repository_owned_by_alice(name: &str) -> longtx_testkit::GitRepo {
 impl Tracking {
     /// What the job's agent run leaves: the fix to `app/models/order.rb`
     /// as a patch against `main`, uploaded as the run's `longtx-result`.
-    pub fn propose_fix(&self, repo: &mut longtx_testkit::GitRepo, job: i64, pattern: Option<&str>) -> u64 {
+    pub fn propose_fix(
+        &self,
+        repo: &mut longtx_testkit::GitRepo,
+        job: i64,
+        pattern: Option<&str>,
+    ) -> u64 {
         let (base, patch) = longtx_testkit::agent_result::patch_over(
             &repo.bare(),
             "main",
-            &[("app/models/order.rb", "class Order\n  # the HTTP call now runs after commit\nend\n")],
+            &[(
+                "app/models/order.rb",
+                "class Order\n  # the HTTP call now runs after commit\nend\n",
+            )],
         );
         let run_id = self.run_of(job);
-        longtx_testkit::agent_result::upload_fix_result(&self.github, run_id, &base, &patch, pattern);
+        longtx_testkit::agent_result::upload_fix_result(
+            &self.github,
+            run_id,
+            &base,
+            &patch,
+            pattern,
+        );
         run_id
     }
 
@@ -232,7 +255,13 @@ impl Tracking {
         self.github
             .runs()
             .iter()
-            .find(|r| r["inputs"]["job_id"] == job.to_string() && r["inputs"]["round"] == "0")
+            .find(|r| {
+                r["inputs"]["job_id"]
+                    .as_str()
+                    .and_then(|s| s.parse::<i64>().ok())
+                    == Some(job)
+                    && r["inputs"]["round"] == "0"
+            })
             .and_then(|r| r["id"].as_u64())
             .expect("a dispatched run")
     }
@@ -242,7 +271,12 @@ impl Tracking {
         let out = std::process::Command::new("git")
             .arg("--git-dir")
             .arg(repo.bare_path())
-            .args(["rev-parse", "--verify", "--quiet", &format!("refs/heads/longtx/{job}")])
+            .args([
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/longtx/{job}"),
+            ])
             .output()
             .unwrap();
         out.status

@@ -141,7 +141,12 @@ pub async fn checks(config: &Config, fix: bool) -> Vec<Check> {
     }
     let mut timed: Vec<(&str, Duration, &str, WorkflowFile)> = Vec::new();
     if let Some(file) = &fix_file {
-        timed.push(("the fix workflow", gh.agent_timeout, "LONGTX_AGENT_TIMEOUT", file.clone()));
+        timed.push((
+            "the fix workflow",
+            gh.agent_timeout,
+            "LONGTX_AGENT_TIMEOUT",
+            file.clone(),
+        ));
     }
     let mut files: Vec<WorkflowFile> = fix_file.into_iter().collect();
     if config.reviews.pre_review.is_enabled() {
@@ -406,9 +411,19 @@ async fn secrets(client: &OctocrabGitHub, repo: &RepoName, files: &[WorkflowFile
         );
     }
     let found = names.all();
-    let missing: BTreeSet<String> = needed.iter().filter(|n| !found.contains(&n.as_str())).cloned().collect();
+    let missing: BTreeSet<String> = needed
+        .iter()
+        .filter(|n| !found.contains(&n.as_str()))
+        .cloned()
+        .collect();
     if missing.is_empty() {
-        return Check::pass(id, format!("secrets present (repository, organisation or environment): {}", list(&needed)));
+        return Check::pass(
+            id,
+            format!(
+                "secrets present (repository, organisation or environment): {}",
+                list(&needed)
+            ),
+        );
     }
     let unseen: Vec<&str> = [
         ("organisation", &names.organization),
@@ -421,15 +436,24 @@ async fn secrets(client: &OctocrabGitHub, repo: &RepoName, files: &[WorkflowFile
     if !unseen.is_empty() {
         return Check::warn(
             id,
-            format!("{} not found, and the {} secrets could not be listed", list(&missing), unseen.join(" and ")),
+            format!(
+                "{} not found, and the {} secrets could not be listed",
+                list(&missing),
+                unseen.join(" and ")
+            ),
             "check by hand, or grant the App Secrets: read and Actions: read",
         );
     }
     let first = missing.iter().next().cloned().unwrap_or_default();
     Check::fail(
         id,
-        format!("the workflows need secrets found nowhere: {}", list(&missing)),
-        format!("add them in Settings > Secrets and variables > Actions (e.g. `gh secret set {first}`)"),
+        format!(
+            "the workflows need secrets found nowhere: {}",
+            list(&missing)
+        ),
+        format!(
+            "add them in Settings > Secrets and variables > Actions (e.g. `gh secret set {first}`)"
+        ),
     )
 }
 
@@ -442,16 +466,25 @@ async fn app_slug(client: &OctocrabGitHub, repo: &RepoName, files: &[WorkflowFil
     if !files.iter().any(|f| f.uses_app_slug) {
         return Check::pass(id, "the workflows do not name LONGTX_APP_SLUG");
     }
-    let slug = match client.grants(repo).await {
-        Ok(Grants::App { app_slug: Some(slug), .. }) => slug,
-        Ok(Grants::App { app_slug: None, .. }) => {
-            return Check::warn(id, "GitHub did not say the App's slug", "set vars.LONGTX_APP_SLUG to the App's slug by hand")
-        }
-        Ok(Grants::Token { .. }) => {
-            return Check::pass(id, "dispatched with a token: the runs' actor is a person, no allowed bot is needed")
-        }
-        Err(e) => return Check::fail(id, e.to_string(), "check the credentials"),
-    };
+    let slug =
+        match client.grants(repo).await {
+            Ok(Grants::App {
+                app_slug: Some(slug),
+                ..
+            }) => slug,
+            Ok(Grants::App { app_slug: None, .. }) => {
+                return Check::warn(
+                    id,
+                    "GitHub did not say the App's slug",
+                    "set vars.LONGTX_APP_SLUG to the App's slug by hand",
+                )
+            }
+            Ok(Grants::Token { .. }) => return Check::pass(
+                id,
+                "dispatched with a token: the runs' actor is a person, no allowed bot is needed",
+            ),
+            Err(e) => return Check::fail(id, e.to_string(), "check the credentials"),
+        };
     let fix = format!("set the repository (or organisation) Actions variable LONGTX_APP_SLUG to `{slug}` (`gh variable set LONGTX_APP_SLUG --body {slug}`)");
     match client.actions_variable(repo, "LONGTX_APP_SLUG").await {
         Ok(Some(value)) if value.trim().eq_ignore_ascii_case(&slug) => {
@@ -493,9 +526,16 @@ fn timeouts(files: &[(&str, Duration, &str, WorkflowFile)]) -> Check {
         }
     }
     if late.is_empty() {
-        Check::pass(id, "every job's timeout-minutes ends before longtx stops waiting")
+        Check::pass(
+            id,
+            "every job's timeout-minutes ends before longtx stops waiting",
+        )
     } else {
-        Check::warn(id, late.join("; "), "lower the job's timeout-minutes, or raise longtx's timeout above it")
+        Check::warn(
+            id,
+            late.join("; "),
+            "lower the job's timeout-minutes, or raise longtx's timeout above it",
+        )
     }
 }
 

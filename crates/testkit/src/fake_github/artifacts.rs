@@ -210,11 +210,7 @@ async fn blob(
             .into_response();
     }
     match guard.artifacts.artifacts.iter().find(|a| a.id == id) {
-        Some(a) => (
-            [("content-type", "application/zip")],
-            a.zip.clone(),
-        )
-            .into_response(),
+        Some(a) => ([("content-type", "application/zip")], a.zip.clone()).into_response(),
         None => StatusCode::NOT_FOUND.into_response(),
     }
 }

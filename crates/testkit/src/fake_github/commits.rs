@@ -36,7 +36,12 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/graphql", post(graphql))
 }
 
-fn git_with(git_dir: &FsPath, args: &[&str], env: &[(&str, &str)], input: Option<&[u8]>) -> Result<String, String> {
+fn git_with(
+    git_dir: &FsPath,
+    args: &[&str],
+    env: &[(&str, &str)],
+    input: Option<&[u8]>,
+) -> Result<String, String> {
     let mut command = Command::new("git");
     command
         .arg("--git-dir")
@@ -53,7 +58,12 @@ fn git_with(git_dir: &FsPath, args: &[&str], env: &[(&str, &str)], input: Option
     let mut child = command.spawn().map_err(|e| e.to_string())?;
     if let Some(input) = input {
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(input).map_err(|e| e.to_string())?;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input)
+            .map_err(|e| e.to_string())?;
     }
     drop(child.stdin.take());
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
@@ -81,9 +91,18 @@ async fn create_ref(
         return unprocessable("Invalid request: ref and sha are required");
     };
     if !name.starts_with("refs/") || name.matches('/').count() < 2 {
-        return unprocessable("Reference name must start with 'refs/' and have at least two slashes.");
+        return unprocessable(
+            "Reference name must start with 'refs/' and have at least two slashes.",
+        );
     }
-    if git_with(&dir, &["cat-file", "-e", &format!("{sha}^{{commit}}")], &[], None).is_err() {
+    if git_with(
+        &dir,
+        &["cat-file", "-e", &format!("{sha}^{{commit}}")],
+        &[],
+        None,
+    )
+    .is_err()
+    {
         return unprocessable("Object does not exist");
     }
     // The zero id as the old value: create only, never move.
@@ -113,13 +132,27 @@ fn graphql_error(kind: &str, message: String) -> Response {
     .into_response()
 }
 
-async fn graphql(State(inner): State<Shared>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    if let Some(refused) = admit(&inner, &headers, "POST /graphql".into(), &[("contents", "write")]).await {
+async fn graphql(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    if let Some(refused) = admit(
+        &inner,
+        &headers,
+        "POST /graphql".into(),
+        &[("contents", "write")],
+    )
+    .await
+    {
         return refused;
     }
     let query = body["query"].as_str().unwrap_or("");
     if !query.contains("createCommitOnBranch") {
-        return Json(json!({"errors": [{"message": "the fake answers createCommitOnBranch only"}]})).into_response();
+        return Json(
+            json!({"errors": [{"message": "the fake answers createCommitOnBranch only"}]}),
+        )
+        .into_response();
     }
     let input = &body["variables"]["input"];
     let Some(dir) = inner.lock().unwrap().repo.git_dir.clone() else {
@@ -128,13 +161,28 @@ async fn graphql(State(inner): State<Shared>, headers: HeaderMap, Json(body): Js
     let branch = input["branch"]["branchName"].as_str().unwrap_or("");
     let expected = input["expectedHeadOid"].as_str().unwrap_or("");
     let refname = format!("refs/heads/{branch}");
-    let Ok(head) = git_with(&dir, &["rev-parse", "--verify", "--quiet", &format!("{refname}^{{commit}}")], &[], None) else {
-        return graphql_error("NOT_FOUND", format!("A ref named \"{refname}\" does not exist"));
+    let Ok(head) = git_with(
+        &dir,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{refname}^{{commit}}"),
+        ],
+        &[],
+        None,
+    ) else {
+        return graphql_error(
+            "NOT_FOUND",
+            format!("A ref named \"{refname}\" does not exist"),
+        );
     };
     if head != expected {
         return graphql_error(
             "STALE_DATA",
-            format!("Expected branch to point to \"{expected}\" but it did not.  Pull and try again."),
+            format!(
+                "Expected branch to point to \"{expected}\" but it did not.  Pull and try again."
+            ),
         );
     }
     let index = std::env::temp_dir().join(format!(
@@ -147,15 +195,38 @@ async fn graphql(State(inner): State<Shared>, headers: HeaderMap, Json(body): Js
     let built = (|| -> Result<String, String> {
         git_with(&dir, &["read-tree", &head], &env, None)?;
         let b64 = base64::engine::general_purpose::STANDARD;
-        for addition in input["fileChanges"]["additions"].as_array().into_iter().flatten() {
+        for addition in input["fileChanges"]["additions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             let path = addition["path"].as_str().unwrap_or("");
             let contents = b64
                 .decode(addition["contents"].as_str().unwrap_or(""))
                 .map_err(|e| format!("contents of {path} is not base64: {e}"))?;
-            let blob = git_with(&dir, &["hash-object", "-w", "--stdin"], &env, Some(&contents))?;
-            git_with(&dir, &["update-index", "--add", "--cacheinfo", &format!("100644,{blob},{path}")], &env, None)?;
+            let blob = git_with(
+                &dir,
+                &["hash-object", "-w", "--stdin"],
+                &env,
+                Some(&contents),
+            )?;
+            git_with(
+                &dir,
+                &[
+                    "update-index",
+                    "--add",
+                    "--cacheinfo",
+                    &format!("100644,{blob},{path}"),
+                ],
+                &env,
+                None,
+            )?;
         }
-        for deletion in input["fileChanges"]["deletions"].as_array().into_iter().flatten() {
+        for deletion in input["fileChanges"]["deletions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             let path = deletion["path"].as_str().unwrap_or("");
             git_with(&dir, &["update-index", "--force-remove", path], &env, None)?;
         }
@@ -181,7 +252,12 @@ async fn graphql(State(inner): State<Shared>, headers: HeaderMap, Json(body): Js
         ("GIT_COMMITTER_NAME", "GitHub"),
         ("GIT_COMMITTER_EMAIL", "noreply@github.com"),
     ];
-    let commit = match git_with(&dir, &["commit-tree", &tree, "-p", &head, "-F", "-"], &identity, Some(message.as_bytes())) {
+    let commit = match git_with(
+        &dir,
+        &["commit-tree", &tree, "-p", &head, "-F", "-"],
+        &identity,
+        Some(message.as_bytes()),
+    ) {
         Ok(commit) => commit,
         Err(why) => return graphql_error("UNPROCESSABLE", why),
     };
@@ -189,7 +265,9 @@ async fn graphql(State(inner): State<Shared>, headers: HeaderMap, Json(body): Js
     if git_with(&dir, &["update-ref", &refname, &commit, &head], &[], None).is_err() {
         return graphql_error(
             "STALE_DATA",
-            format!("Expected branch to point to \"{expected}\" but it did not.  Pull and try again."),
+            format!(
+                "Expected branch to point to \"{expected}\" but it did not.  Pull and try again."
+            ),
         );
     }
     inner.lock().unwrap().api_commits.push(json!({

@@ -440,18 +440,33 @@ async fn commit(
     }
     let (login, dir) = {
         let inner = inner.lock().unwrap();
-        (inner.pulls.commit_logins.get(&sha).cloned(), inner.repo.git_dir.clone())
+        (
+            inner.pulls.commit_logins.get(&sha).cloned(),
+            inner.repo.git_dir.clone(),
+        )
     };
     let author = login.map(|login| json!({"login": login}));
     // With a remote, the commit as git holds it (docs "Get a commit").
     let Some(dir) = dir else {
         return Json(json!({"sha": sha, "author": author})).into_response();
     };
-    let Some(shown) = super::repo::git(&dir, &["show", "-s", "--format=%H %P%n%B", &format!("{sha}^{{commit}}")]) else {
+    let Some(shown) = super::repo::git(
+        &dir,
+        &[
+            "show",
+            "-s",
+            "--format=%H %P%n%B",
+            &format!("{sha}^{{commit}}"),
+        ],
+    ) else {
         if author.is_some() {
             return Json(json!({"sha": sha, "author": author})).into_response();
         }
-        return (StatusCode::UNPROCESSABLE_ENTITY, Json(json!({"message": format!("No commit found for SHA: {sha}")}))).into_response();
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({"message": format!("No commit found for SHA: {sha}")})),
+        )
+            .into_response();
     };
     let (ids, message) = shown.split_once('\n').unwrap_or((shown.as_str(), ""));
     let mut ids = ids.split_whitespace();

@@ -42,7 +42,8 @@ impl FakeGitHub {
 
     /// Organisation secrets shared with the repository.
     pub fn set_org_secrets(&self, names: &[&str]) {
-        self.inner.lock().unwrap().setup.org_secrets = names.iter().map(|n| n.to_string()).collect();
+        self.inner.lock().unwrap().setup.org_secrets =
+            names.iter().map(|n| n.to_string()).collect();
     }
 
     /// An environment and its secrets.
@@ -57,12 +58,20 @@ impl FakeGitHub {
     pub fn set_actions_variable(&self, name: &str, value: &str) {
         let mut inner = self.inner.lock().unwrap();
         inner.setup.variables.retain(|(n, _)| n != name);
-        inner.setup.variables.push((name.to_owned(), value.to_owned()));
+        inner
+            .setup
+            .variables
+            .push((name.to_owned(), value.to_owned()));
     }
 
     /// An organisation Actions variable shared with the repository.
     pub fn set_org_variable(&self, name: &str, value: &str) {
-        self.inner.lock().unwrap().setup.org_variables.push((name.to_owned(), value.to_owned()));
+        self.inner
+            .lock()
+            .unwrap()
+            .setup
+            .org_variables
+            .push((name.to_owned(), value.to_owned()));
     }
 
     /// The App's webhook, as configured in its settings.
@@ -77,11 +86,23 @@ pub(super) fn routes() -> Router<Shared> {
     Router::new()
         .route("/repos/{owner}/{repo}/hooks", get(hooks))
         .route("/repos/{owner}/{repo}/actions/secrets", get(secrets))
-        .route("/repos/{owner}/{repo}/actions/organization-secrets", get(org_secrets))
+        .route(
+            "/repos/{owner}/{repo}/actions/organization-secrets",
+            get(org_secrets),
+        )
         .route("/repos/{owner}/{repo}/environments", get(environments))
-        .route("/repos/{owner}/{repo}/environments/{env}/secrets", get(environment_secrets))
-        .route("/repos/{owner}/{repo}/actions/variables/{name}", get(variable))
-        .route("/repos/{owner}/{repo}/actions/organization-variables", get(org_variables))
+        .route(
+            "/repos/{owner}/{repo}/environments/{env}/secrets",
+            get(environment_secrets),
+        )
+        .route(
+            "/repos/{owner}/{repo}/actions/variables/{name}",
+            get(variable),
+        )
+        .route(
+            "/repos/{owner}/{repo}/actions/organization-variables",
+            get(org_variables),
+        )
         .route("/app/hook/config", get(app_hook_config))
         .route("/app", get(app))
         .route("/app/installations/{id}", get(installation))
@@ -181,7 +202,11 @@ async fn installation(
 
 /// docs "List repository organization secrets": names shared with the
 /// repository; needs the repository's Secrets: read.
-async fn org_secrets(State(inner): State<Shared>, headers: HeaderMap, Path((o, r)): Path<(String, String)>) -> Response {
+async fn org_secrets(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((o, r)): Path<(String, String)>,
+) -> Response {
     let line = format!("GET /repos/{o}/{r}/actions/organization-secrets");
     if let Some(refused) = admit(&inner, &headers, line, &[("secrets", "read")]).await {
         return refused;
@@ -192,7 +217,11 @@ async fn org_secrets(State(inner): State<Shared>, headers: HeaderMap, Path((o, r
 }
 
 /// docs "List environments": needs Actions: read.
-async fn environments(State(inner): State<Shared>, headers: HeaderMap, Path((o, r)): Path<(String, String)>) -> Response {
+async fn environments(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((o, r)): Path<(String, String)>,
+) -> Response {
     let line = format!("GET /repos/{o}/{r}/environments");
     if let Some(refused) = admit(&inner, &headers, line, &[("actions", "read")]).await {
         return refused;
@@ -218,7 +247,14 @@ async fn environment_secrets(
     if let Some(refused) = admit(&inner, &headers, line, &[("secrets", "read")]).await {
         return refused;
     }
-    let found = inner.lock().unwrap().setup.environments.iter().find(|(n, _)| *n == env).cloned();
+    let found = inner
+        .lock()
+        .unwrap()
+        .setup
+        .environments
+        .iter()
+        .find(|(n, _)| *n == env)
+        .cloned();
     let Some((_, names)) = found else {
         return (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))).into_response();
     };
@@ -236,7 +272,14 @@ async fn variable(
     if let Some(refused) = admit(&inner, &headers, line, &[("actions_variables", "read")]).await {
         return refused;
     }
-    let found = inner.lock().unwrap().setup.variables.iter().find(|(n, _)| *n == name).cloned();
+    let found = inner
+        .lock()
+        .unwrap()
+        .setup
+        .variables
+        .iter()
+        .find(|(n, _)| *n == name)
+        .cloned();
     match found {
         Some((name, value)) => Json(json!({"name": name, "value": value})).into_response(),
         None => (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))).into_response(),
@@ -244,7 +287,11 @@ async fn variable(
 }
 
 /// docs "List repository organization variables": needs Variables: read.
-async fn org_variables(State(inner): State<Shared>, headers: HeaderMap, Path((o, r)): Path<(String, String)>) -> Response {
+async fn org_variables(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((o, r)): Path<(String, String)>,
+) -> Response {
     let line = format!("GET /repos/{o}/{r}/actions/organization-variables");
     if let Some(refused) = admit(&inner, &headers, line, &[("actions_variables", "read")]).await {
         return refused;

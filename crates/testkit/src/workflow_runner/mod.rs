@@ -822,7 +822,12 @@ fn masked(text: &str, masks: &[String]) -> String {
 /// and `env:` values, printed before the step runs (so masked only with
 /// what earlier steps registered: actions/runner#475), then its output,
 /// where an `::add-mask::` line registers its value from that line on.
-fn step_log(header: &[(String, String)], stdout: &str, stderr: &str, masks: &mut Vec<String>) -> String {
+fn step_log(
+    header: &[(String, String)],
+    stdout: &str,
+    stderr: &str,
+    masks: &mut Vec<String>,
+) -> String {
     let mut log = String::new();
     for (k, v) in header {
         log.push_str(&masked(&format!("  {k}: {v}\n"), masks));
@@ -932,7 +937,11 @@ pub fn rehearse(r: &Rehearsal, actions: &mut dyn Actions) -> Result<Report, Rehe
         path: Vec::new(),
         summary: String::new(),
         // The runner masks every secret, GITHUB_TOKEN included.
-        masks: secrets.values().filter(|v| !v.is_empty()).cloned().collect(),
+        masks: secrets
+            .values()
+            .filter(|v| !v.is_empty())
+            .cloned()
+            .collect(),
     };
     for scope in [wf.get("env"), job.get("env")] {
         for (k, v) in yaml_pairs(scope, "env")? {
@@ -1215,7 +1224,12 @@ fn run_step(
             with.insert(k.clone(), rt!(render(v, ctx), continue_on_error));
         }
         // The runner prints an action's non-empty inputs in its header too.
-        header.splice(0..0, with.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| (k.clone(), v.clone())));
+        header.splice(
+            0..0,
+            with.iter()
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
         match actions.run(uses, &with, &penv, r) {
             Ok(outputs) => (true, String::new(), String::new(), outputs),
             Err(msg) => (false, String::new(), msg, BTreeMap::new()),
