@@ -9,7 +9,7 @@
 //! credentials; nothing the run could POST is taken.
 
 use crate::pre_review::Verdict;
-use crate::run_report::RunReport;
+pub use crate::run_report::RunCost;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
@@ -103,46 +103,6 @@ pub fn check(
         return Err(Mismatch::CreatedBefore(id));
     }
     Ok(())
-}
-
-/// The cost figures a run's result carries (all optional).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct RunCost {
-    #[serde(default)]
-    pub agent: Option<String>,
-    #[serde(default)]
-    pub cost_usd: Option<f64>,
-    #[serde(default)]
-    pub turns: Option<u32>,
-    #[serde(default)]
-    pub acus: Option<f64>,
-    #[serde(default)]
-    pub input_tokens: Option<u64>,
-    #[serde(default)]
-    pub cached_input_tokens: Option<u64>,
-    #[serde(default)]
-    pub output_tokens: Option<u64>,
-}
-
-impl RunCost {
-    /// The cost as a run report of the run longtx dispatched (the run id is
-    /// longtx's, never the artifact's). `None` when the figures are not
-    /// believable (negative, past the unit-mistake bound), with why.
-    pub fn report(&self, run_id: u64, round: u32) -> Result<RunReport, String> {
-        let report = RunReport {
-            run_id: run_id as i64,
-            round,
-            agent: self.agent.clone(),
-            cost_usd: self.cost_usd,
-            turns: self.turns,
-            acus: self.acus,
-            input_tokens: self.input_tokens,
-            cached_input_tokens: self.cached_input_tokens,
-            output_tokens: self.output_tokens,
-        };
-        report.validate().map_err(|e| e.to_string())?;
-        Ok(report)
-    }
 }
 
 /// The longest agent summary kept for the PR body.
@@ -322,7 +282,10 @@ mod tests {
             result.pattern.as_deref(),
             Some("http-call-inside-transaction")
         );
-        assert_eq!(result.cost.report(9001, 0).unwrap().cost_usd, Some(0.42));
+        assert_eq!(
+            result.cost.report(9001, 0).unwrap().cost.cost_usd,
+            Some(0.42)
+        );
         assert_eq!(
             FixResult::parse(br#"{"base": "main"}"#),
             Err(ResultError::Base)

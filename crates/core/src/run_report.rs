@@ -1,20 +1,14 @@
-//! What a workflow run reports about its agent when it ends: cost in US
-//! dollars and turns (Claude Code's execution file), tokens (Codex's
-//! session file, priced by the workflow when the repository sets prices),
-//! or Devin's ACUs. The
-//! workflow posts it to `POST /api/jobs/{id}/run-report` with the job's
-//! token; longtx keeps one report per run.
+//! What an agent run cost: dollars and turns (Claude Code's execution
+//! file), tokens (Codex's session file, priced by the workflow when the
+//! repository sets prices), or Devin's ACUs (read by longtx from Devin's
+//! API). The figures come from the result of the run longtx dispatched
+//! (`longtx-result`), never from a POST; longtx keeps one report per run.
 
 use serde::Deserialize;
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunReport {
-    /// `github.run_id` of the reporting run.
-    pub run_id: i64,
-    /// 0 for the job's first run; the revision round otherwise.
-    #[serde(default)]
-    pub round: u32,
+/// The cost figures a run's result carries, all optional.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct RunCost {
     /// `claude`, `codex`, `devin`...
     #[serde(default)]
     pub agent: Option<String>,
@@ -34,6 +28,16 @@ pub struct RunReport {
     pub output_tokens: Option<u64>,
 }
 
+/// One run's cost, tied to the run longtx dispatched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    /// The id of the run longtx dispatched (never the result's word).
+    pub run_id: i64,
+    /// 0 for the job's first run; the revision round otherwise.
+    pub round: u32,
+    pub cost: RunCost,
+}
+
 /// One run costing more than this is a unit mistake (cents as dollars), not a run.
 pub const MAX_RUN_COST_USD: f64 = 10_000.0;
 
@@ -51,18 +55,33 @@ pub enum RunReportError {
     Tokens,
 }
 
+impl RunCost {
+    /// The cost as the report of run `run_id`, round `round`, when its
+    /// figures are believable (not negative, under the unit-mistake bound).
+    pub fn report(&self, run_id: u64, round: u32) -> Result<RunReport, RunReportError> {
+        let report = RunReport {
+            run_id: run_id as i64,
+            round,
+            cost: self.clone(),
+        };
+        report.validate()?;
+        Ok(report)
+    }
+}
+
 impl RunReport {
     pub fn validate(&self) -> Result<(), RunReportError> {
+        let cost = &self.cost;
         if self.run_id <= 0 {
             return Err(RunReportError::RunId);
         }
         let amount_ok = |v: Option<f64>| {
             v.is_none_or(|v| v.is_finite() && (0.0..=MAX_RUN_COST_USD).contains(&v))
         };
-        if !amount_ok(self.cost_usd) || !amount_ok(self.acus) {
+        if !amount_ok(cost.cost_usd) || !amount_ok(cost.acus) {
             return Err(RunReportError::Amount);
         }
-        if self.agent.as_deref().is_some_and(|a| {
+        if cost.agent.as_deref().is_some_and(|a| {
             a.len() > 40
                 || !a
                     .bytes()
@@ -72,9 +91,9 @@ impl RunReport {
         }
         // More than a billion tokens in one run is a unit mistake too.
         if [
-            self.input_tokens,
-            self.cached_input_tokens,
-            self.output_tokens,
+            cost.input_tokens,
+            cost.cached_input_tokens,
+            cost.output_tokens,
         ]
         .iter()
         .flatten()
@@ -93,32 +112,40 @@ impl RunReport {
 mod tests {
     use super::*;
 
-    fn report(json: serde_json::Value) -> Result<RunReport, String> {
-        let r: RunReport = serde_json::from_value(json).map_err(|e| e.to_string())?;
-        r.validate().map_err(|e| e.to_string())?;
-        Ok(r)
+    fn report(json: serde_json::Value) -> Result<RunReport, RunReportError> {
+        let cost: RunCost = serde_json::from_value(json).unwrap();
+        cost.report(9001, 0)
     }
 
     #[test]
     fn reports_are_checked_before_they_count_against_the_cap() {
-        let ok = report(
-            serde_json::json!({"run_id": 9001, "agent": "claude", "cost_usd": 1.25, "turns": 17}),
-        )
+        let ok =
+            report(serde_json::json!({"agent": "claude", "cost_usd": 1.25, "turns": 17})).unwrap();
+        assert_eq!((ok.run_id, ok.round, ok.cost.turns), (9001, 0, Some(17)));
+        assert_eq!(RunCost::default().report(0, 0), Err(RunReportError::RunId));
+        assert_eq!(
+            report(serde_json::json!({"cost_usd": -1})),
+            Err(RunReportError::Amount)
+        );
+        assert_eq!(
+            report(serde_json::json!({"cost_usd": 125000})),
+            Err(RunReportError::Amount)
+        );
+        assert_eq!(
+            report(serde_json::json!({"agent": "Claude Code"})),
+            Err(RunReportError::Agent)
+        );
+        assert_eq!(
+            RunCost::default().report(1, 101),
+            Err(RunReportError::Round)
+        );
+        let codex = report(serde_json::json!({"agent": "codex", "input_tokens": 26549,
+            "cached_input_tokens": 24448, "output_tokens": 1590}))
         .unwrap();
-        assert_eq!(ok.round, 0);
-        assert!(report(serde_json::json!({"run_id": 0})).is_err());
-        assert!(report(serde_json::json!({"run_id": 1, "cost_usd": -1})).is_err());
-        assert!(report(serde_json::json!({"run_id": 1, "cost_usd": 125000})).is_err());
-        assert!(report(serde_json::json!({"run_id": 1, "agent": "Claude Code"})).is_err());
-        assert!(report(serde_json::json!({"run_id": 1, "surprise": true})).is_err());
-        let codex = report(
-            serde_json::json!({"run_id": 2, "agent": "codex", "input_tokens": 26549,
-            "cached_input_tokens": 24448, "output_tokens": 1590}),
-        )
-        .unwrap();
-        assert_eq!(codex.output_tokens, Some(1590));
-        assert!(
-            report(serde_json::json!({"run_id": 1, "output_tokens": 5_000_000_000u64})).is_err()
+        assert_eq!(codex.cost.output_tokens, Some(1590));
+        assert_eq!(
+            report(serde_json::json!({"output_tokens": 5_000_000_000u64})),
+            Err(RunReportError::Tokens)
         );
     }
 }

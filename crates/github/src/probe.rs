@@ -94,25 +94,6 @@ impl OctocrabGitHub {
         Ok(names)
     }
 
-    /// The names of the repository's Actions secrets (never their values).
-    pub async fn actions_secret_names(&self, repo: &RepoName) -> Result<Vec<String>, GitHubError> {
-        #[derive(Deserialize)]
-        struct Secret {
-            name: String,
-        }
-        #[derive(Deserialize)]
-        struct Secrets {
-            secrets: Vec<Secret>,
-        }
-        let path = format!("/repos/{repo}/actions/secrets?per_page={PER_PAGE}");
-        let (_, text) = self.send("GET", &path, None).await?;
-        Ok(parse::<Secrets>(&text)?
-            .secrets
-            .into_iter()
-            .map(|s| s.name)
-            .collect())
-    }
-
     /// Secret names a run of the repository can use, from every place
     /// GitHub keeps them: the repository's own, the organisation's shared
     /// with it, and each environment's. `None` where longtx may not look.

@@ -151,10 +151,9 @@ async fn the_daily_cost_cap_holds_jobs_back_across_two_replicas() {
     let spender = fire(&first, "Reports::MonthlyWorker").await;
     wait_for_state(&first, spender, "agent_running").await;
     // What the spender's run reported (read from its result by longtx).
-    let report: longtx_core::run_report::RunReport = serde_json::from_value(
-        json!({"run_id": 9200, "agent": "claude", "cost_usd": 6.25, "turns": 80}),
-    )
-    .unwrap();
+    let cost: longtx_core::run_report::RunCost =
+        serde_json::from_value(json!({"agent": "claude", "cost_usd": 6.25, "turns": 80})).unwrap();
+    let report = cost.report(9200, 0).unwrap();
     first
         .store
         .record_run_report(spender, &report)
