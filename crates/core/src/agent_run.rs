@@ -122,6 +122,10 @@ pub struct FixResult {
     /// Devin's session, whose ACUs longtx reads from Devin's API.
     #[serde(default)]
     pub devin_session_id: Option<String>,
+    /// How the agent's step ended (`success`, `failure`): a run cut short
+    /// by its turn or budget cap still leaves what it changed.
+    #[serde(default)]
+    pub agent_outcome: Option<String>,
     #[serde(flatten)]
     pub cost: RunCost,
 }
@@ -143,6 +147,11 @@ pub enum ResultError {
 }
 
 impl FixResult {
+    /// True when the agent's step failed (a cap, or an error).
+    pub fn stopped_early(&self) -> bool {
+        self.agent_outcome.as_deref() == Some("failure")
+    }
+
     pub fn parse(bytes: &[u8]) -> Result<FixResult, ResultError> {
         let mut result: FixResult =
             serde_json::from_slice(bytes).map_err(|e| ResultError::Json(e.to_string()))?;

@@ -49,6 +49,8 @@ struct StandIns {
     agent_tokens: Vec<String>,
     /// Whether Codex's sandbox let the agent reach the network.
     codex_network: bool,
+    /// The agent edits, then hits its turn cap (the action's step fails).
+    hits_turn_cap: bool,
 }
 
 impl StandIns {
@@ -59,6 +61,7 @@ impl StandIns {
             github: github.clone(),
             agent_tokens: Vec::new(),
             codex_network: false,
+            hits_turn_cap: false,
             verdict: serde_json::json!({
                 "addresses_bottleneck": true, "minimal_change": true, "preserves_behaviour": true,
                 "verdict": "pass", "reasons": ["the HTTP call now runs after commit"]
@@ -163,6 +166,9 @@ impl StandIns {
                 std::fs::read_to_string(r.runner_temp.join("longtx/prompt.md")).unwrap_or_default();
             Self::edit(&r.workspace, &task);
             let pattern_file = r.runner_temp.join("longtx/pattern.txt");
+            if self.hits_turn_cap {
+                return Err("Reached maximum number of turns (40)".into());
+            }
             if may("Write") && readable(&pattern_file) {
                 std::fs::write(pattern_file, "http-call-inside-transaction\n").unwrap();
                 std::fs::write(
@@ -549,10 +555,21 @@ fn rehearsal(
 /// Rehearses on a blocking thread (the steps call the fake GitHub and
 /// longtx, which answer on this runtime), with the run's actor.
 async fn run(r: Rehearsal, t: &Tracking, repo: &mut GitRepo) -> (Report, StandIns) {
+    run_with(r, t, repo, |_| {}).await
+}
+
+/// As [`run`], with the stand-ins adjusted first.
+async fn run_with(
+    r: Rehearsal,
+    t: &Tracking,
+    repo: &mut GitRepo,
+    adjust: impl FnOnce(&mut StandIns) + Send + 'static,
+) -> (Report, StandIns) {
     let remote = repo.bare_path();
     let github = t.github.clone();
     tokio::task::spawn_blocking(move || {
         let mut actions = StandIns::new(&remote, &r.github.actor.clone(), &github);
+        adjust(&mut actions);
         let report = rehearse(&r, &mut actions).expect("the template is one the rehearsal can run");
         (report, actions)
     })
@@ -871,11 +888,65 @@ async fn an_app_dispatch_is_refused_by_the_action_unless_the_slug_is_an_allowed_
     );
     r.vars.clear();
     let (report, _) = run(r, &t, &mut repo).await;
-    assert!(!report.succeeded);
+    let agent = report.step("agent");
+    assert_eq!(agent.outcome.as_str(), "failure", "{report:?}");
+    assert!(agent.stderr.contains("non-human actor"), "{report:?}");
+    // The run still reports how it ended: longtx says why there is no PR.
+    let run_id = dispatched(&t, "long-transaction-fix.yml").0;
+    let job: i64 = dispatched(&t, "long-transaction-fix.yml").1["job_id"]
+        .parse()
+        .unwrap();
+    t.github.complete_run(run_id, "success");
+    let ended = t.wait_for(job, |j| j.state == "no_pr").await;
+    let reason = ended.state_reason.unwrap_or_default();
     assert!(
-        format!("{report:?}").contains("non-human actor"),
+        reason.contains("the agent changed nothing (its step failed"),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_cut_short_by_its_turn_cap_keeps_its_work_and_the_pr_says_so() {
+    let actor = format!("{APP_SLUG}[bot]");
+    let mut repo = repository_owned_by_alice("turn-cap");
+    let t = Tracking::start(&repo.bare(), |_| {}).await;
+    t.github.set_pull_files(101, &[("app/models/order.rb", 2)]);
+    let job = t.job_with_agent_running("admin/users#update").await;
+    let dirs = temp("turn-cap");
+    let (run_id, inputs) = dispatched(&t, "long-transaction-fix.yml");
+    let r = rehearsal(
+        &t,
+        &shipped("long-transaction-fix.yml"),
+        (run_id, inputs),
+        &actor,
+        &dirs,
+    );
+    let (report, _) = run_with(r, &t, &mut repo, |s| s.hits_turn_cap = true).await;
+    assert_eq!(
+        report.step("agent").outcome.as_str(),
+        "failure",
         "{report:?}"
     );
+    assert!(
+        report.succeeded,
+        "the result is collected all the same: {report:?}"
+    );
+    t.deliver(
+        "workflow_run",
+        "turn-cap-done",
+        &run_completed(job, run_id, "success"),
+    )
+    .await;
+    t.wait_for(job, |j| j.state == "in_review").await;
+    let body = t.github.opened_pulls()[0]["body"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        body.contains("ended early, at its turn or budget cap"),
+        "{body}"
+    );
+    assert_eq!(t.github.api_commits().len(), 1);
 }
 
 #[tokio::test]

@@ -257,6 +257,11 @@ impl<G: GitHub> Opener<G> {
         {
             Ok(Proposal::Commit(changes)) => changes,
             Ok(Proposal::Empty) => {
+                let stopped = if result.stopped_early() {
+                    " (its step failed: a turn or budget cap, or an error)"
+                } else {
+                    ""
+                };
                 let said = if result.summary.trim().is_empty() {
                     String::new()
                 } else {
@@ -265,7 +270,7 @@ impl<G: GitHub> Opener<G> {
                         longtx_core::text::one_line(&result.summary)
                     )
                 };
-                return Ok(Err(format!("the agent changed nothing{said}")));
+                return Ok(Err(format!("the agent changed nothing{stopped}{said}")));
             }
             Ok(Proposal::Refused(why)) => {
                 tracing::warn!(%why, "the agent's patch was refused");
@@ -303,15 +308,23 @@ impl<G: GitHub> Opener<G> {
             Err(e) => return Err(e),
         };
         tracing::info!(commit = %sha, "longtx committed the agent's patch");
+        let summary = if result.stopped_early() {
+            format!(
+                "(The agent's step ended early, at its turn or budget cap or on an error: this is what it changed until then.)\n\n{}",
+                result.summary
+            )
+        } else {
+            result.summary
+        };
         if let Err(e) = self
             .store
-            .record_fix_commit(claim.job_id, &sha, &result.summary)
+            .record_fix_commit(claim.job_id, &sha, &summary)
             .await
         {
             // The next attempt finds the commit on the branch and adopts it.
             tracing::warn!(error = %e, "recording the commit failed");
         }
-        Ok(Ok(result.summary))
+        Ok(Ok(summary))
     }
 
     /// Keeps what the run said it cost (tied to the run longtx dispatched);
