@@ -47,8 +47,7 @@ pub struct OctocrabGitHub {
     /// Set once GitHub refused `return_run_details` (older Enterprise
     /// Server); shared by clones.
     no_run_details: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// GraphQL's endpoint: `<api>/graphql`, or `/api/graphql` on an
-    /// Enterprise Server whose REST API is `/api/v3`.
+    /// GraphQL's path, `/graphql`.
     graphql_url: String,
     /// Fetches the short-lived artifact URLs GitHub redirects to, without
     /// longtx's credentials (the URL carries its own signature).
@@ -102,11 +101,12 @@ impl OctocrabGitHub {
                 (client, GitAuth::App(app, id))
             }
         };
-        let api = api_url.trim_end_matches('/');
-        let graphql_url = match api.strip_suffix("/api/v3") {
-            Some(host) => format!("{host}/api/graphql"),
-            None => format!("{api}/graphql"),
-        };
+        // A path, so octocrab sends it to the API's host authenticated like
+        // the REST calls (an App's installation token included). octocrab
+        // prefixes a base URL's path, so on an Enterprise Server whose REST
+        // API is `/api/v3` this reaches `/api/v3/graphql`, not GraphQL's
+        // `/api/graphql`: commits there need a proxy rule (README).
+        let graphql_url = "/graphql".to_owned();
         let downloads = reqwest::Client::builder()
             .timeout(timeout * 4)
             .redirect(reqwest::redirect::Policy::none())

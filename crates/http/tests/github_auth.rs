@@ -57,3 +57,74 @@ async fn a_token_is_sent_as_is_and_a_bad_key_is_a_clear_error() {
         .unwrap();
     assert!(err.to_string().contains("not an RSA PEM key"), "{err}");
 }
+
+/// As an App, longtx's commits are the App's and GitHub signs them; a
+/// commit onto a branch that moved is refused (409) and moves nothing.
+#[tokio::test]
+async fn an_app_commits_through_create_commit_on_branch_signed_and_never_over_a_moved_branch() {
+    let mut repo = longtx_testkit::GitRepo::new("app-commit");
+    repo.commit(
+        &[("app/models/order.rb", "class Order; end\n")],
+        "Alice",
+        "alice@example.com",
+        1,
+    );
+    let github = FakeGitHub::start().await.with_remote(&repo.bare());
+    let credentials = Credentials::App {
+        app_id: 4242,
+        private_key_pem: std::fs::read_to_string(fixture("test-github-app-key.pem")).unwrap(),
+        installation_id: 77,
+    };
+    let client = OctocrabGitHub::new(&github.url, &credentials, Duration::from_secs(5)).unwrap();
+    let target = "acme/monolith".parse().unwrap();
+    let base = client.branch_head(&target, "main").await.unwrap().unwrap();
+    assert!(client
+        .create_branch(&target, "longtx/7", &base)
+        .await
+        .unwrap());
+    assert!(
+        !client
+            .create_branch(&target, "longtx/7", &base)
+            .await
+            .unwrap(),
+        "exists already"
+    );
+    let commit = longtx_github::NewCommit {
+        branch: "longtx/7".into(),
+        expected_head: base.clone(),
+        headline: "Shorten the long transaction in a#b".into(),
+        body: "Longtx-Job: 7\nLongtx-Round: 0\n".into(),
+        additions: vec![longtx_github::FileAddition {
+            path: "app/models/order.rb".into(),
+            contents: b"class Order\n  after_commit :notify\nend\n".to_vec(),
+        }],
+        deletions: vec![],
+    };
+    let sha = client
+        .create_commit_on_branch(&target, &commit)
+        .await
+        .unwrap();
+    let made = &github.api_commits()[0];
+    assert_eq!(
+        (made["oid"].as_str(), made["verified"].as_bool()),
+        (Some(sha.as_str()), Some(true))
+    );
+    assert_eq!(made["author"], "longtx-app[bot]");
+    let read = client.commit(&target, &sha).await.unwrap().unwrap();
+    assert_eq!(read.parents, vec![base.clone()]);
+    assert!(read.message.contains("Longtx-Round: 0"));
+    // The same commit again: the branch is no longer at `base`.
+    let again = client.create_commit_on_branch(&target, &commit).await;
+    assert!(
+        matches!(
+            again,
+            Err(longtx_github::GitHubError::Refused { status: 409, .. })
+        ),
+        "{again:?}"
+    );
+    assert_eq!(
+        client.branch_head(&target, "longtx/7").await.unwrap(),
+        Some(sha)
+    );
+    assert_eq!(github.api_commits().len(), 1);
+}

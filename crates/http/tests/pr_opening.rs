@@ -47,7 +47,10 @@ async fn a_proposed_patch_becomes_one_longtx_commit_and_one_labelled_pr_and_revi
     let commit = &commits[0];
     let head = t.branch_head(&mut repo, job).unwrap();
     assert_eq!(commit["oid"], head.as_str());
-    assert_eq!(commit["verified"], true);
+    assert_eq!(
+        commit["verified"], false,
+        "a user token's commit is unsigned; an App's is Verified"
+    );
     assert_eq!(
         commit["author"], OWN_LOGIN,
         "committed with longtx's credentials"

@@ -7,7 +7,8 @@
 //!   point to ... but it did not." (a logged real answer); files are whole
 //!   contents in base64, every written file gets mode 100644 (the input has
 //!   no mode); the commit is authored by the caller (the App's bot for an
-//!   installation token) and signed by GitHub (recorded as verified).
+//!   installation token); an App's commit is signed by GitHub (Verified),
+//!   a user token's is not (recorded as `verified`).
 //!
 //! Answers come as GraphQL does: HTTP 200 with `data` or `errors`.
 
@@ -272,7 +273,7 @@ async fn graphql(
     }
     inner.lock().unwrap().api_commits.push(json!({
         "branch": branch, "oid": commit, "parent": head, "author": author,
-        "verified": true, "message": message,
+        "verified": author.ends_with("[bot]"), "message": message,
     }));
     Json(json!({"data": {"createCommitOnBranch": {"commit": {"oid": commit}}}})).into_response()
 }
