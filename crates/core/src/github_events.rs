@@ -263,14 +263,15 @@ pub enum PrEvent {
     WontfixLabeled {
         by: String,
     },
-    /// The agent's workflow run finished. The workflow only pushes the
-    /// branch: after a successful run longtx opens the PR itself (the job
-    /// stays where it is until then); any other conclusion means no PR.
+    /// The run longtx dispatched finished. The workflow only uploads its
+    /// result: after a successful run longtx commits it and opens the PR
+    /// itself (the job stays where it is until then); any other conclusion
+    /// means no PR.
     RunCompleted {
         success: bool,
     },
     /// The fix run of revision round `round` (1, 2, ...) finished. After a
-    /// good run longtx reads the branch head to see whether it pushed.
+    /// good run longtx applies its result onto the branch.
     RoundRunCompleted {
         round: u32,
         success: bool,

@@ -451,20 +451,6 @@ impl Store {
             .map_err(StoreError::Database)
     }
 
-    /// Rounds whose run ended well and whose branch head is to be read:
-    /// (job, round).
-    pub async fn rounds_to_check(&self) -> Result<Vec<(i64, u32)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT job_id, round FROM revision_rounds WHERE state = 'checking' ORDER BY job_id, round LIMIT 100",
-        )
-        .fetch_all(self.pool())
-        .await?;
-        rows.iter()
-            .map(|r| Ok((r.try_get("job_id")?, r.try_get::<i32, _>("round")? as u32)))
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(StoreError::Database)
-    }
-
     /// The poll saw a round's run complete.
     pub async fn record_round_run_completed(
         &self,
