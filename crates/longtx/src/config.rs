@@ -231,6 +231,46 @@ fn secret_files(
     Ok(values)
 }
 
+/// The tokens and secrets that open longtx or verify what reaches it. A
+/// blank one would be an empty HMAC key, or a password of spaces that
+/// passes the "a public address needs a token" check: from any source it
+/// stops startup, naming the key (`*_FILE` files are checked as they are
+/// read).
+const NEVER_BLANK: [&str; 6] = [
+    "LONGTX_WEBHOOK_TOKEN",
+    "LONGTX_DASHBOARD_TOKEN",
+    "LONGTX_GITHUB_TOKEN",
+    "GITHUB_TOKEN",
+    "LONGTX_GITHUB_WEBHOOK_SECRET",
+    "LONGTX_DEVIN_SERVICE_TOKEN",
+];
+
+fn refuse_blank_secrets(
+    env: &dyn Fn(&str) -> Option<String>,
+    file: &FileConfig,
+) -> Result<(), ConfigError> {
+    let blank = "is set but empty or only whitespace: give it a real value, or unset it";
+    for key in NEVER_BLANK {
+        if env(key).is_some_and(|v| v.trim().is_empty()) {
+            return Err(invalid(key, blank));
+        }
+    }
+    for (key, value) in [
+        ("webhook_token (config file)", &file.webhook_token),
+        ("dashboard_token (config file)", &file.dashboard_token),
+        ("github_token (config file)", &file.github_token),
+        (
+            "github_webhook_secret (config file)",
+            &file.github_webhook_secret,
+        ),
+    ] {
+        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            return Err(invalid(key, blank));
+        }
+    }
+    Ok(())
+}
+
 fn invalid(key: &'static str, message: impl fmt::Display) -> ConfigError {
     ConfigError::Value {
         key,
@@ -282,6 +322,7 @@ impl Config {
         // An empty variable counts as unset, except LONGTX_EXCLUDE where it
         // means "exclude nothing".
         let secrets = secret_files(env)?;
+        refuse_blank_secrets(env, &file)?;
         let var = |name: &str| {
             secrets
                 .get(name)
@@ -880,5 +921,46 @@ mod tests {
         .unwrap();
         assert_eq!(c.github.paused, Some(true));
         assert!(!format!("{c:?}").contains("ghp_secret"));
+    }
+
+    #[test]
+    fn a_blank_secret_from_any_source_stops_startup_naming_its_key() {
+        for key in [
+            "LONGTX_WEBHOOK_TOKEN",
+            "LONGTX_GITHUB_WEBHOOK_SECRET",
+            "GITHUB_TOKEN",
+        ] {
+            for blank in ["", " ", "\t\n"] {
+                let err = load(&[(key, blank)], None).unwrap_err().to_string();
+                assert!(
+                    err.contains(key) && err.contains("empty or only whitespace"),
+                    "{err}"
+                );
+            }
+        }
+        for line in ["github_webhook_secret = \"\"", "webhook_token = \" \""] {
+            let err = load(&[], Some(&format!("{line}\n")))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("(config file)") && err.contains(line.split(' ').next().unwrap()),
+                "{err}"
+            );
+        }
+        let dir = std::env::temp_dir().join(format!("longtx-blank-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let secret = dir.join("token");
+        std::fs::write(&secret, "  \n").unwrap();
+        let err = load(
+            &[("LONGTX_WEBHOOK_TOKEN_FILE", secret.to_str().unwrap())],
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            err.contains("LONGTX_WEBHOOK_TOKEN_FILE") && err.contains("is empty"),
+            "{err}"
+        );
     }
 }
