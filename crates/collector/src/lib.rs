@@ -50,17 +50,26 @@ impl std::fmt::Display for Dsn {
         let url = match self {
             Dsn::MySql(u) | Dsn::Postgres(u) => u,
         };
-        let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-        // Drop everything between the scheme and the host but the user.
-        let shown = match rest.split_once('@') {
-            Some((userinfo, host)) => {
-                let user = userinfo.split(':').next().unwrap_or("");
-                format!("{scheme}://{user}@{host}")
-            }
-            None => url.clone(),
-        };
-        // Query parameters can carry passwords too.
-        f.write_str(shown.split('?').next().unwrap_or(&shown))
+        f.write_str(&redacted(url))
+    }
+}
+
+/// A DSN as logs may show it: parsed as a URL (its userinfo runs to the
+/// last `@` of the authority, so a password holding `@` is never cut in
+/// two), with the password, the query (which can carry one) and the
+/// fragment dropped. One that does not parse is not shown at all.
+pub fn redacted(dsn: &str) -> String {
+    match url::Url::parse(dsn) {
+        Ok(mut url) => {
+            let _ = url.set_password(None);
+            url.set_query(None);
+            url.set_fragment(None);
+            url.to_string()
+        }
+        Err(_) => format!(
+            "{}://<a DSN that does not parse as a URL; hidden>",
+            dsn.split_once("://").map(|(s, _)| s).unwrap_or("?")
+        ),
     }
 }
 
@@ -347,5 +356,29 @@ mod tests {
             .unwrap_err()
             .contains("unsupported"));
         assert!("localhost:3306".parse::<Dsn>().is_err());
+    }
+
+    /// A password holding `@` (or `:` and `/`, percent-encoded or not
+    /// where the URL still parses) never shows in part.
+    #[test]
+    fn a_password_with_an_at_sign_is_redacted_whole() {
+        let dsn: Dsn = "mysql://collector:p@ss@w0rd@db.internal:3306/app"
+            .parse()
+            .unwrap();
+        assert_eq!(dsn.to_string(), "mysql://collector@db.internal:3306/app");
+        for shown in [dsn.to_string(), format!("{dsn:?}")] {
+            assert!(
+                !shown.contains("ss@w0rd") && !shown.contains("w0rd"),
+                "{shown}"
+            );
+        }
+        assert_eq!(
+            redacted("postgres://u:a%40b%3Ac@h/db?password=x#frag"),
+            "postgres://u@h/db"
+        );
+        assert_eq!(
+            redacted("postgres://u:pa ss@[bad"),
+            "postgres://<a DSN that does not parse as a URL; hidden>"
+        );
     }
 }

@@ -53,14 +53,19 @@ impl fmt::Debug for ReviewConfig {
     }
 }
 
-/// A clone URL may carry `user:token@`; only the host part is shown.
-fn redact_url(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => match rest.rsplit_once('@') {
-            Some((_, host)) => format!("{scheme}://<credentials>@{host}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
+/// A clone URL may carry `user:token@` (or a token as the user); parsed
+/// as a URL, any credentials are replaced. A local path is shown as is.
+fn redact_url(text: &str) -> String {
+    match url::Url::parse(text) {
+        Ok(url) if !url.username().is_empty() || url.password().is_some() => {
+            let mut bare = url.clone();
+            let _ = bare.set_username("");
+            let _ = bare.set_password(None);
+            bare.to_string().replacen("://", "://<credentials>@", 1)
+        }
+        Ok(_) => text.to_owned(),
+        Err(_) if text.contains("://") => "<a URL that does not parse; hidden>".to_owned(),
+        Err(_) => text.to_owned(),
     }
 }
 
@@ -281,5 +286,22 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("github.com/acme/app.git"), "{shown}");
+    }
+
+    #[test]
+    fn clone_urls_lose_their_credentials_whole() {
+        assert_eq!(
+            redact_url("https://x-access-token:gh@s_to@ken@github.com/acme/app.git"),
+            "https://<credentials>@github.com/acme/app.git"
+        );
+        assert_eq!(
+            redact_url("https://ghp_abc@github.com/a/b.git"),
+            "https://<credentials>@github.com/a/b.git"
+        );
+        assert_eq!(
+            redact_url("https://github.com/a/b.git"),
+            "https://github.com/a/b.git"
+        );
+        assert_eq!(redact_url("/srv/git/app.git"), "/srv/git/app.git");
     }
 }
