@@ -1,5 +1,6 @@
-//! Webhook authentication: `Authorization: Bearer <token>`, or Basic auth
-//! with the token as the password (Alertmanager and Datadog both offer it).
+//! Webhook and API authentication: `Authorization: Bearer <token>`, or
+//! Basic auth with the token as the password for reads (a browser's
+//! dashboard session); writes take Bearer only (`cross_site.rs`).
 
 use crate::error::ApiError;
 use axum::http::HeaderMap;

@@ -4,6 +4,7 @@
 
 mod api;
 mod auth;
+mod cross_site;
 mod dashboard;
 mod error;
 mod github;
@@ -76,6 +77,9 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics::metrics))
         .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz))
+        .route_layer(axum::middleware::from_fn(
+            cross_site::refuse_cross_site_writes,
+        ))
         .route_layer(axum::middleware::from_fn(count_responses))
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
