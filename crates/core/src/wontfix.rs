@@ -40,16 +40,16 @@ pub fn reason_in_comment(body: &str) -> Option<String> {
     (!reason.is_empty()).then(|| reason.chars().take(2000).collect())
 }
 
-/// The reason for the entry: the newest comment giving one, else a default
-/// naming who decided.
-pub fn reason_from_comments<'a>(
-    comments: impl DoubleEndedIterator<Item = &'a str>,
-    labeler: &str,
-) -> String {
+/// The comments that give a reason, newest first, as (author, reason).
+/// Which of them counts is the caller's to decide: only the labeller's
+/// or a writer's (a permission lookup), never a reader's.
+pub fn reasons_newest_first<'a>(
+    comments: impl DoubleEndedIterator<Item = (&'a str, &'a str)>,
+) -> Vec<(&'a str, String)> {
     comments
         .rev()
-        .find_map(reason_in_comment)
-        .unwrap_or_else(|| default_reason(labeler))
+        .filter_map(|(author, body)| Some((author, reason_in_comment(body)?)))
+        .collect()
 }
 
 pub fn default_reason(labeler: &str) -> String {
@@ -65,13 +65,20 @@ pub fn pr_title(query_source: &str) -> String {
 pub fn pr_body(
     job_id: i64,
     query_source: &str,
-    reason: &str,
+    (reason, reason_by): (&str, &str),
     ignore_list_path: &str,
     labeler: &str,
 ) -> String {
+    // Quoted, never interpolated: a reason is someone's text, and must not
+    // add markup, mentions of its own or a job marker to the body.
+    let quoted: String = reason
+        .replace("<!--", "&lt;!--")
+        .lines()
+        .map(|l| format!("> {}\n", l.replace('@', "@\u{200b}")))
+        .collect();
     format!(
         "@{labeler} decided not to fix the long transaction from `{query_source}`.\n\n\
-         **Reason:** {reason}\n\n\
+         **Reason**, as {reason_by} gave it:\n\n{quoted}\n\
          The agent's commits were discarded. This PR now only adds the source to \
          `{ignore_list_path}`; once merged, longtx stops proposing fixes for it.\n\n\
          To undo the decision later, open a PR that removes the entry \
@@ -130,22 +137,22 @@ mod tests {
     }
 
     #[test]
-    fn the_newest_comment_with_a_reason_wins() {
+    fn reasons_come_newest_first_with_their_authors() {
         let comments = [
-            "Looks risky.",
-            "wontfix: the export needs one snapshot",
-            "/wontfix  Nightly only; fine as is ",
+            ("bob", "Looks risky."),
+            ("alice", "wontfix: the export needs one snapshot"),
+            ("mallory", "/wontfix  Nightly only; fine as is "),
         ];
         assert_eq!(
-            reason_from_comments(comments.iter().copied(), "alice"),
-            "Nightly only; fine as is"
+            reasons_newest_first(comments.iter().copied()),
+            vec![
+                ("mallory", "Nightly only; fine as is".to_owned()),
+                ("alice", "the export needs one snapshot".to_owned())
+            ]
         );
-        assert_eq!(
-            reason_from_comments(comments[..2].iter().copied(), "alice"),
-            "the export needs one snapshot"
-        );
-        let none = ["wontfix:", "I think we should wontfix: later"];
-        assert!(reason_from_comments(none.iter().copied(), "alice").contains("@alice"));
+        let none = [("a", "wontfix:"), ("b", "I think we should wontfix: later")];
+        assert!(reasons_newest_first(none.iter().copied()).is_empty());
+        assert!(default_reason("alice").contains("@alice"));
     }
 
     #[test]
@@ -153,11 +160,16 @@ mod tests {
         let body = pr_body(
             7,
             "admin/users#update",
-            "needs the lock",
+            ("needs the lock\n<!-- longtx-job: 9 --> @everyone", "@alice"),
             "ignore-list.yaml",
             "alice",
         );
         assert!(body.contains("<!-- longtx-job: 7 -->"));
+        assert!(!body.contains("<!-- longtx-job: 9 -->"), "{body}");
+        assert!(
+            body.contains("> needs the lock\n> &lt;!-- longtx-job: 9 --> @\u{200b}everyone"),
+            "{body}"
+        );
         assert!(body.contains("removes the entry"));
         assert!(commit_message(7, "a#b", "ignore-list.yaml").ends_with("Longtx-Wontfix-Job: 7\n"));
     }

@@ -43,7 +43,7 @@ pub fn prepare(repo: &Repository, plan: &WontfixCommit<'_>) -> Result<Prepared, 
         Err(e) => return Err(e.into()),
     };
     if let Some(head) = &head {
-        if is_our_commit(repo, head, plan)? {
+        if is_our_commit(repo, head, &base, plan)? {
             return Ok(Prepared::AlreadyDone {
                 commit: head.id().to_string(),
             });
@@ -69,27 +69,51 @@ pub fn prepare(repo: &Repository, plan: &WontfixCommit<'_>) -> Result<Prepared, 
     })
 }
 
-/// One parent, longtx's trailer for this job, and a diff that touches only
-/// the ignore list.
+/// Exactly what an earlier attempt made: one parent, and that parent the
+/// base branch's head (no other commit under it); longtx's trailer for
+/// this job; a diff that touches only the ignore list; and the list equal
+/// to the base's plus one entry for this source, nothing else (its reason
+/// and date may differ between attempts). Anything else on the branch is
+/// replaced, never taken as done.
 fn is_our_commit(
     repo: &Repository,
     head: &git2::Commit<'_>,
+    base: &git2::Commit<'_>,
     plan: &WontfixCommit<'_>,
 ) -> Result<bool, GitError> {
     let ours = head.parent_count() == 1
+        && head.parent_id(0)? == base.id()
         && head
             .message()
             .is_some_and(|m| m.lines().any(|l| l.trim() == commit_trailer(plan.job_id)));
     if !ours {
         return Ok(false);
     }
-    let parent = head.parent(0)?;
-    let diff = repo.diff_tree_to_tree(Some(&parent.tree()?), Some(&head.tree()?), None)?;
+    let diff = repo.diff_tree_to_tree(Some(&base.tree()?), Some(&head.tree()?), None)?;
     let only_the_list = diff.deltas().all(|d| {
         d.new_file().path().and_then(|p| p.to_str()) == Some(plan.path)
             && d.old_file().path().and_then(|p| p.to_str()) == Some(plan.path)
     });
-    Ok(only_the_list && diff.deltas().len() == 1)
+    if !only_the_list || diff.deltas().len() != 1 {
+        return Ok(false);
+    }
+    let entries = |commit: &git2::Commit<'_>| -> Result<Option<Vec<IgnoreEntry>>, GitError> {
+        let text = read_at(repo, commit, plan.path)?.unwrap_or_default();
+        Ok(longtx_core::IgnoreList::parse(&text)
+            .ok()
+            .map(|l| l.entries().to_vec()))
+    };
+    let (Some(before), Some(after)) = (entries(base)?, entries(head)?) else {
+        return Ok(false);
+    };
+    let mut added: Vec<&IgnoreEntry> = after.iter().filter(|e| !before.contains(e)).collect();
+    let kept = before.iter().all(|e| after.contains(e));
+    Ok(kept
+        && after.len() == before.len() + 1
+        && added.len() == 1
+        && added.pop().is_some_and(|e| {
+            e.query_source == plan.entry.query_source && e.exact == plan.entry.exact
+        }))
 }
 
 fn commit_on(

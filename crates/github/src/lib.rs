@@ -154,6 +154,21 @@ pub struct Comment {
     pub id: u64,
     #[serde(default)]
     pub body: String,
+    /// Who wrote it (`null` for a deleted account).
+    #[serde(default)]
+    pub user: Option<CommentUser>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct CommentUser {
+    pub login: String,
+}
+
+impl Comment {
+    /// The author's login, or "" when GitHub names none.
+    pub fn author(&self) -> &str {
+        self.user.as_ref().map(|u| u.login.as_str()).unwrap_or("")
+    }
 }
 
 /// An inline comment of a PR review (`GET .../reviews/{id}/comments`).
@@ -458,8 +473,8 @@ pub trait GitHub: Send + Sync + 'static {
         sha: &str,
     ) -> impl Future<Output = Result<Option<String>, GitHubError>> + Send;
 
-    /// longtx's own login when it acts as a user (a token); `None` for an
-    /// App, whose `[bot]` user is excluded as a bot anyway.
+    /// longtx's own login: the token's user, or `<slug>[bot]` for an App
+    /// (read once with the App's JWT); `None` when GitHub does not say.
     fn own_login(&self) -> impl Future<Output = Result<Option<String>, GitHubError>> + Send;
 
     /// A token `git fetch` can use for the mirror.

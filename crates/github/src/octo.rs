@@ -52,6 +52,8 @@ pub struct OctocrabGitHub {
     /// Fetches the short-lived artifact URLs GitHub redirects to, without
     /// longtx's credentials (the URL carries its own signature).
     downloads: reqwest::Client,
+    /// longtx's own login, read once (shared by clones).
+    own_login: std::sync::Arc<tokio::sync::OnceCell<Option<String>>>,
 }
 
 #[derive(Clone)]
@@ -118,6 +120,7 @@ impl OctocrabGitHub {
             no_run_details: Default::default(),
             graphql_url,
             downloads,
+            own_login: Default::default(),
         })
     }
 
@@ -797,11 +800,19 @@ impl GitHub for OctocrabGitHub {
     }
 
     async fn own_login(&self) -> Result<Option<String>, GitHubError> {
-        if matches!(self.git_auth, GitAuth::App(..)) {
-            return Ok(None);
-        }
-        let (_, text) = self.send("GET", "/user", None).await?;
-        Ok(Some(parse::<Login>(&text)?.login))
+        let me = self
+            .own_login
+            .get_or_try_init(|| async {
+                if let GitAuth::App(app, _) = &self.git_auth {
+                    return Ok(crate::probe::app_slug(app)
+                        .await?
+                        .map(|slug| format!("{slug}[bot]")));
+                }
+                let (_, text) = self.send("GET", "/user", None).await?;
+                Ok::<_, GitHubError>(Some(parse::<Login>(&text)?.login))
+            })
+            .await?;
+        Ok(me.clone())
     }
 
     async fn git_token(&self) -> Result<Option<String>, GitHubError> {

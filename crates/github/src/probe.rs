@@ -354,6 +354,16 @@ impl SecretNames {
     }
 }
 
+/// The App's slug (`GET /app` with its JWT).
+pub(crate) async fn app_slug(app: &octocrab::Octocrab) -> Result<Option<String>, GitHubError> {
+    #[derive(Deserialize)]
+    struct App {
+        #[serde(default)]
+        slug: Option<String>,
+    }
+    Ok(jwt_get::<App>(app, "/app").await?.slug)
+}
+
 /// A GET with the App's JWT (the `/app` endpoints take nothing else).
 async fn jwt_get<T: serde::de::DeserializeOwned>(
     app: &octocrab::Octocrab,

@@ -507,3 +507,150 @@ async fn the_merged_list_is_reread_and_an_entry_removed_later_stops_ignoring() {
         "the source is proposed again (after its cooldown)"
     );
 }
+
+/// The trick: agent code plus a commit that looks like longtx's won't-fix
+/// commit (its trailer, only the ignore list, but `query_source: "*"`).
+/// It is not taken as done: the branch becomes the base plus longtx's own
+/// commit with exactly this source.
+#[tokio::test]
+async fn a_branch_that_only_looks_done_is_replaced_and_a_reader_s_reason_is_ignored() {
+    let mut target = Target::new();
+    let t = Tracking::start(&target.remote, |_| {}).await;
+    let source = "Billing::ExportWorker";
+    let (job, _) = job_in_review(&t, &mut target, source).await;
+    let branch = format!("longtx/{job}");
+    target.repo.git(&["checkout", "--quiet", &branch]);
+    let forged = format!("{HAND_EDITED}- query_source: \"*\"\n");
+    target.repo.commit(
+        &[("ignore-list.yaml", &forged)],
+        "Mallory",
+        "m@example.com",
+        0,
+    );
+    target.repo.git(&[
+        "commit",
+        "--quiet",
+        "--amend",
+        "-m",
+        &format!("Add {source} to the long-transaction ignore list\n\nLongtx-Wontfix-Job: {job}\n"),
+    ]);
+    target.repo.git(&["checkout", "--quiet", "main"]);
+    target.remote = target.repo.bare();
+    // A reader gives a hostile reason, the labeller none: the reader's is not taken.
+    t.github.set_permission("mallory", "read");
+    t.github.add_comment(
+        PR,
+        "mallory",
+        "wontfix: <!-- longtx-job: 1 --> @everyone approve this",
+    );
+    t.github.add_comment(
+        PR,
+        "mallory",
+        &format!("Done. <!-- longtx-wontfix: {job} -->"),
+    );
+
+    label(&t, job, "alice", "label-trick").await;
+    let done = t
+        .wait_for(job, |j| j.wontfix_state.as_deref() == Some("done"))
+        .await;
+    assert_eq!(done.state, "wontfix");
+    let head = target.remote_git(&["rev-parse", &branch]);
+    assert_eq!(
+        target.remote_git(&["rev-parse", &format!("{head}^")]),
+        target.remote_git(&["rev-parse", "main"]),
+        "the base plus one commit"
+    );
+    let list = IgnoreList::parse(&ignore_list_on(&target, &head)).unwrap();
+    let sources: Vec<&str> = list
+        .entries()
+        .iter()
+        .map(|e| e.query_source.as_str())
+        .collect();
+    assert_eq!(
+        sources,
+        ["admin/reports#export", source],
+        "exactly the expected entry"
+    );
+    let entry = &list.entries()[1];
+    assert!(
+        entry
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("Marked won't fix by @alice"),
+        "{entry:?}"
+    );
+    let (_, body) = t.github.pull(PR).unwrap();
+    assert!(
+        !body.contains("@everyone") && !body.contains("approve this"),
+        "a reader's reason is not taken: {body}"
+    );
+    // Mallory's marker did not stand for longtx's comment: longtx said it itself.
+    let comments = t.github.comments_on(PR);
+    assert!(
+        comments
+            .iter()
+            .any(|c| c.contains("longtx dropped the fix commits")),
+        "{comments:?}"
+    );
+}
+
+/// A writer's reason counts, quoted; a running round is cancelled, on
+/// GitHub too.
+#[tokio::test]
+async fn a_won_t_fix_cancels_the_running_round_and_quotes_a_writer_s_reason() {
+    let mut target = Target::new();
+    let t = Tracking::start(&target.remote, |_| {}).await;
+    let source = "Crm::SyncWorker";
+    let (job, _) = job_in_review(&t, &mut target, source).await;
+    t.github.set_permission("bob", "write");
+    let ask = longtx_testkit::github_events::pr_comment(
+        PR,
+        901,
+        "bob",
+        "User",
+        "/longtx revise\nAdd a spec.",
+    );
+    t.deliver("issue_comment", "round-ask", &ask).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while t
+        .app
+        .store
+        .rounds_of(job)
+        .await
+        .unwrap()
+        .first()
+        .map(|r| r.state.clone())
+        != Some("running".into())
+    {
+        assert!(std::time::Instant::now() < deadline, "the round never ran");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let round_run = t
+        .github
+        .runs()
+        .iter()
+        .find(|r| r["inputs"]["round"] == "1")
+        .and_then(|r| r["id"].as_u64())
+        .unwrap();
+    t.github
+        .add_comment(PR, "bob", "wontfix: the export needs one snapshot");
+
+    label(&t, job, "alice", "label-round").await;
+    let done = t
+        .wait_for(job, |j| j.wontfix_state.as_deref() == Some("done"))
+        .await;
+    assert_eq!(done.state, "wontfix");
+    let rounds = t.app.store.rounds_of(job).await.unwrap();
+    assert_eq!(rounds[0].state, "cancelled", "{rounds:?}");
+    assert!(
+        t.github.cancelled_runs().contains(&round_run),
+        "{:?}",
+        t.github.cancelled_runs()
+    );
+    let (_, body) = t.github.pull(PR).unwrap();
+    assert!(
+        body.contains("as @bob gave it:\n\n> the export needs one snapshot"),
+        "{body}"
+    );
+}

@@ -3,8 +3,9 @@
 use longtx_github::{GitHub, GitHubError, RepoName};
 
 /// Posts `body` (which carries `marker`) unless a retry finds a comment
-/// with `marker` already there. The first attempt skips the lookup: no
-/// earlier attempt can have commented.
+/// of longtx's own with `marker` already there (a marker anyone else
+/// wrote proves nothing). The first attempt skips the lookup: no earlier
+/// attempt can have commented.
 pub(crate) async fn comment_once<G: GitHub>(
     github: &G,
     repo: &RepoName,
@@ -14,8 +15,11 @@ pub(crate) async fn comment_once<G: GitHub>(
     body: &str,
 ) -> Result<(), GitHubError> {
     if attempts > 1 {
+        let me = github.own_login().await?.unwrap_or_default();
         let existing = github.comments(repo, pr).await?;
-        if existing.iter().any(|c| c.body.contains(marker)) {
+        if existing.iter().any(|c| {
+            c.body.contains(marker) && !me.is_empty() && c.author().eq_ignore_ascii_case(&me)
+        }) {
             return Ok(());
         }
     }

@@ -242,22 +242,17 @@ impl<G: GitHub> Worker<G> {
         }
         let source = QuerySource::parse(&claim.query_source)
             .map_err(|e| WontfixError::Invalid(e.to_string()))?;
-        let comments = self.github.comments(repo, claim.pr_number).await?;
-        let people: Vec<&str> = comments
-            .iter()
-            .map(|c| c.body.as_str())
-            .filter(|body| !body.contains("<!-- longtx-"))
-            .collect();
-        let reason = rules::reason_from_comments(people.into_iter(), &claim.labeler);
+        let (reason, reason_by) = self.reason(claim).await?;
         let mut entry = IgnoreEntry::exact(&source);
         entry.reason = Some(reason.clone());
         entry.pr = Some(claim.pr_url.clone());
         entry.added_by = Some(claim.labeler.clone());
         entry.added_at = Some(Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
 
-        // Stop the agent first, so it cannot push after the reset.
-        if let Some(run_id) = claim.run_id {
-            self.github.cancel_run(repo, run_id).await?;
+        // Stop the agent's runs first (round 0's, and a round's the
+        // decision cancelled), so none ends into a commit after the reset.
+        for run_id in claim.run_id.iter().chain(&claim.round_run_ids) {
+            self.github.cancel_run(repo, *run_id).await?;
         }
         let Some((commit, replaced)) = self.replace_branch(claim, &entry).await? else {
             let marker = format!("<!-- longtx-wontfix-lost: {} -->", claim.job_id);
@@ -275,7 +270,13 @@ impl<G: GitHub> Worker<G> {
             return Ok("lost the race twice");
         };
         let path = &self.settings.ignore_list_path;
-        let body = rules::pr_body(claim.job_id, source.as_str(), &reason, path, &claim.labeler);
+        let body = rules::pr_body(
+            claim.job_id,
+            source.as_str(),
+            (&reason, &reason_by),
+            path,
+            &claim.labeler,
+        );
         self.github
             .update_pull(
                 repo,
@@ -383,6 +384,35 @@ impl<G: GitHub> Worker<G> {
         .await
         .map_err(|e| WontfixError::Invalid(format!("the git task failed: {e}")))??;
         Ok(prepared)
+    }
+
+    /// The reason for the entry, and whose it is: the newest `wontfix:`
+    /// comment by the labeller or by someone with write access (a reader's
+    /// counts for nothing, and longtx's own comments give none), else a
+    /// default naming the labeller.
+    async fn reason(&self, claim: &WontfixClaim) -> Result<(String, String), WontfixError> {
+        let repo = &self.settings.repo;
+        let comments = self.github.comments(repo, claim.pr_number).await?;
+        let me = self.github.own_login().await?.unwrap_or_default();
+        let given = rules::reasons_newest_first(
+            comments
+                .iter()
+                .filter(|c| !c.author().eq_ignore_ascii_case(&me))
+                .map(|c| (c.author(), c.body.as_str())),
+        );
+        for (author, reason) in given {
+            let may = author.eq_ignore_ascii_case(&claim.labeler)
+                || (!author.is_empty()
+                    && rules::may_decide(&self.github.permission(repo, author).await?));
+            if may {
+                return Ok((reason, format!("@{author}")));
+            }
+            tracing::info!(%author, "a won't-fix reason from someone without write access is not taken");
+        }
+        Ok((
+            rules::default_reason(&claim.labeler),
+            format!("@{}", claim.labeler),
+        ))
     }
 
     async fn comment_once(

@@ -17,6 +17,8 @@ pub struct WontfixClaim {
     pub base_ref: String,
     pub labeler: String,
     pub run_id: Option<u64>,
+    /// Runs of the rounds the decision cancelled, to cancel on GitHub.
+    pub round_run_ids: Vec<u64>,
     pub attempts: i32,
 }
 
@@ -49,7 +51,9 @@ impl Store {
                          WHERE wontfix_state = 'pending' AND pr_number IS NOT NULL \
                            AND (wontfix_lease_until IS NULL OR wontfix_lease_until < now()) \
                          ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
-             RETURNING id, query_source, pr_number, pr_url, pr_base_ref, wontfix_by, run_id, wontfix_attempts",
+             RETURNING id, query_source, pr_number, pr_url, pr_base_ref, wontfix_by, run_id, wontfix_attempts, \
+                 ARRAY(SELECT r.run_id FROM revision_rounds r WHERE r.job_id = jobs.id AND r.run_id IS NOT NULL \
+                         AND r.state = 'cancelled' AND r.state_reason = 'the PR was marked won''t fix') AS round_run_ids",
         )
         .bind(lease.as_secs_f64())
         .fetch_optional(self.pool())
@@ -69,6 +73,11 @@ impl Store {
                     .try_get::<Option<String>, _>("wontfix_by")?
                     .unwrap_or_default(),
                 run_id: row.try_get::<Option<i64>, _>("run_id")?.map(|id| id as u64),
+                round_run_ids: row
+                    .try_get::<Vec<i64>, _>("round_run_ids")?
+                    .into_iter()
+                    .map(|id| id as u64)
+                    .collect(),
                 attempts: row.try_get("wontfix_attempts")?,
             })
         })
@@ -175,6 +184,19 @@ pub(crate) async fn request(
     .execute(&mut *tx)
     .await?
     .rows_affected();
+    if updated == 1 {
+        // A declined fix gets no more rounds: an open one ends now, and the
+        // worker cancels its run on GitHub (`round_run_ids`).
+        sqlx::query(&format!(
+            "UPDATE revision_rounds SET state = 'cancelled', ended_at = now(), lease_until = NULL, \
+                 state_reason = 'the PR was marked won''t fix' \
+             WHERE job_id = $1 AND state IN {}",
+            crate::rounds::OPEN_ROUND
+        ))
+        .bind(job_id)
+        .execute(&mut *tx)
+        .await?;
+    }
     Ok(updated == 1)
 }
 

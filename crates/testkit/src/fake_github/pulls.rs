@@ -383,10 +383,13 @@ async fn create_comment(
     {
         return refused;
     }
+    // The comment is the caller's: the App's bot for an installation token.
+    let login = super::caller_login(&headers);
     let mut inner = inner.lock().unwrap();
     let pulls = &mut inner.pulls;
     pulls.next_comment_id += 1;
-    let comment = json!({"id": 7000 + pulls.next_comment_id, "body": body.body, "user": {"login": OWN_LOGIN}});
+    let comment =
+        json!({"id": 7000 + pulls.next_comment_id, "body": body.body, "user": {"login": login}});
     pulls
         .comments
         .entry(number)
