@@ -33,3 +33,8 @@ ALTER TABLE revision_rounds ADD CONSTRAINT revision_rounds_state_check CHECK (st
 -- moment they were dispatched.
 UPDATE jobs SET dispatch_started_at = dispatched_at WHERE dispatched_at IS NOT NULL;
 UPDATE revision_rounds SET dispatch_started_at = dispatched_at WHERE dispatched_at IS NOT NULL;
+
+-- People's requests past the hourly limits are recorded and not acted on;
+-- only the first of a burst is answered.
+ALTER TABLE revision_requests ADD COLUMN rate_limited BOOLEAN NOT NULL DEFAULT false;
+CREATE INDEX revision_requests_recent ON revision_requests (created_at);

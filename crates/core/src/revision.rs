@@ -204,6 +204,45 @@ pub fn judge_stop(login: &str, permission: &str) -> Result<(), Refusal> {
 }
 
 /// Makes longtx's answer to one request once-only across retries.
+/// People's requests (`/longtx` commands and change-requesting reviews)
+/// longtx acts on per PR, and per person across PRs, in an hour. Past
+/// either, requests are recorded and not acted on; the first one past it
+/// is answered once, the rest silently, so a flood cannot make longtx
+/// flood the PR back.
+pub const REQUESTS_PER_PR_PER_HOUR: i64 = 6;
+pub const REQUESTS_PER_PERSON_PER_HOUR: i64 = 10;
+
+/// Whether a new request is past a limit, given the requests already
+/// recorded in the last hour on its PR and by its author.
+pub fn over_rate_limit(on_pr: i64, by_person: i64) -> bool {
+    on_pr >= REQUESTS_PER_PR_PER_HOUR || by_person >= REQUESTS_PER_PERSON_PER_HOUR
+}
+
+/// The one answer to a burst past the limit.
+pub fn rate_limit_answer(marker: &str, login: &str) -> String {
+    format!(
+        "@{}, longtx acts on at most {REQUESTS_PER_PR_PER_HOUR} requests on a PR, and \
+         {REQUESTS_PER_PERSON_PER_HOUR} by one person, in an hour. This one and any more \
+         within the hour are not acted on (and get no further answer); ask again later.\n\n{marker}",
+        crate::text::one_line(login)
+    )
+}
+
+#[cfg(test)]
+mod rate_limit_tests {
+    use super::*;
+
+    #[test]
+    fn the_limits_hold_per_pr_and_per_person() {
+        assert!(!over_rate_limit(5, 9));
+        assert!(over_rate_limit(6, 0));
+        assert!(over_rate_limit(0, 10));
+        assert!(
+            rate_limit_answer("<!-- m -->", "a\nb").starts_with("@a b, longtx acts on at most 6")
+        );
+    }
+}
+
 pub fn request_marker(source: &str, github_id: i64) -> String {
     format!("<!-- longtx-request: {source} {github_id} -->")
 }

@@ -720,3 +720,28 @@ async fn in_advisory_mode_a_revise_asks_people_at_once_and_the_round_still_runs(
     // Past the cap a revise is only recorded: advisory never closes.
     assert!(pr.t.github.closed_pulls().is_empty());
 }
+
+#[tokio::test]
+async fn a_flood_of_commands_is_answered_once_past_the_hourly_limit() {
+    let pr = fix_pr("flood", None).await;
+    pr.t.wait_for(pr.job, |j| j.state == "in_review").await;
+    pr.t.github.set_permission("alice", "write");
+    for i in 0..9 {
+        let stop = pr_comment(PR, 1000 + i, "alice", "User", "/longtx stop");
+        let (_, answer) =
+            pr.t.deliver("issue_comment", &format!("flood-{i}"), &stop)
+                .await;
+        assert_eq!(answer["outcome"], "revision_requested", "{answer}");
+    }
+    // Six are acted on, the seventh is told about the limit, the rest get nothing.
+    wait_until("seven answers", || pr.answers().len() >= 7).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let answers = pr.answers();
+    assert_eq!(answers.len(), 7, "{answers:#?}");
+    let limited: Vec<&String> = answers
+        .iter()
+        .filter(|a| a.contains("acts on at most 6 requests"))
+        .collect();
+    assert_eq!(limited.len(), 1, "{answers:#?}");
+    assert!(limited[0].contains("@alice"));
+}

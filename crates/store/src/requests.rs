@@ -63,23 +63,64 @@ impl Store {
             tx.commit().await?;
             return Ok(Applied::UnknownJob);
         }
+        let login = longtx_core::text::one_line(request.login);
+        // The limits, counted in this transaction: the job's row lock
+        // serialises requests on one PR.
+        sqlx::query("SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE")
+            .bind(job_id)
+            .execute(&mut *tx)
+            .await?;
+        let recent = sqlx::query(
+            "SELECT count(*) FILTER (WHERE job_id = $1) AS on_pr, count(*) FILTER (WHERE login = $2) AS by_person, \
+                    bool_or(rate_limited AND answer IS NOT NULL AND (job_id = $1 OR login = $2)) AS answered \
+             FROM revision_requests WHERE created_at > now() - interval '1 hour' AND (job_id = $1 OR login = $2)",
+        )
+        .bind(job_id)
+        .bind(&login)
+        .fetch_one(&mut *tx)
+        .await?;
+        let limited = longtx_core::revision::over_rate_limit(
+            recent.try_get::<i64, _>("on_pr")?,
+            recent.try_get::<i64, _>("by_person")?,
+        );
+        let already_answered = recent
+            .try_get::<Option<bool>, _>("answered")?
+            .unwrap_or(false);
+        // Past the limit: decided at once, answered once per burst.
+        let (state, answer) = match (limited, already_answered) {
+            (false, _) => ("pending", None),
+            (true, false) => (
+                "decided",
+                Some(longtx_core::revision::rate_limit_answer(
+                    &longtx_core::revision::request_marker(request.source, request.github_id),
+                    &login,
+                )),
+            ),
+            (true, true) => ("answered", None),
+        };
         let new = sqlx::query(
-            "INSERT INTO revision_requests (job_id, source, github_id, kind, login, body) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (source, github_id) DO NOTHING",
+            "INSERT INTO revision_requests (job_id, source, github_id, kind, login, body, state, answer, rate_limited) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (source, github_id) DO NOTHING",
         )
         .bind(job_id)
         .bind(request.source)
         .bind(request.github_id)
         .bind(request.kind)
-        .bind(longtx_core::text::one_line(request.login))
+        .bind(&login)
         .bind(longtx_core::revision::clean_text(
             request.body,
             MAX_REQUEST_CHARS,
         ))
+        .bind(state)
+        .bind(answer)
+        .bind(limited)
         .execute(&mut *tx)
         .await?
         .rows_affected()
             == 1;
+        if limited {
+            tracing::warn!(job_id, login = %login, "a request past the hourly limit is recorded, not acted on");
+        }
         let applied = Applied::RevisionRequested { new };
         let detail = format!("{} {} by {}", request.kind, request.source, request.login);
         finish_delivery(&mut tx, delivery, applied.as_str(), &detail, Some(job_id)).await?;
