@@ -28,6 +28,7 @@
 mod tracking;
 
 use longtx_core::pre_review::PreReviewMode;
+use longtx_testkit::agent_result::git;
 use longtx_testkit::github_events::{
     pr_comment, pre_review_run_completed, round_run_completed, run_completed,
 };
@@ -445,23 +446,6 @@ fn flag_values(args: &str, flag: &str) -> Vec<String> {
         }
     }
     values
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 fn temp(name: &str) -> TempDir {

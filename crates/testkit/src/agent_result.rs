@@ -8,7 +8,9 @@ use crate::FakeGitHub;
 use std::path::Path;
 use std::process::Command;
 
-fn git(dir: &Path, args: &[&str]) -> String {
+/// `git -C dir args` with no user or system config: its trimmed output;
+/// panics with git's words when it fails.
+pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -22,7 +24,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 /// The patch an agent makes by writing `files` (path, text) over
