@@ -7,8 +7,6 @@
 
 use crate::error::ApiError;
 use crate::state::AppState;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -83,19 +81,24 @@ impl GitHubWebhook {
         self
     }
 
-    /// `X-Hub-Signature-256: sha256=<hex>`, compared in constant time.
-    fn verify(&self, headers: &HeaderMap, body: &[u8]) -> Result<(), ApiError> {
+    /// `X-Hub-Signature-256: sha256=<hex>`, read from the headers alone,
+    /// before any byte of the body.
+    fn signature(headers: &HeaderMap) -> Result<Vec<u8>, ApiError> {
         let header = headers
             .get("x-hub-signature-256")
             .and_then(|v| v.to_str().ok())
             .ok_or_else(|| ApiError::unauthorized("X-Hub-Signature-256 is missing"))?;
-        let signature = header
+        header
             .strip_prefix("sha256=")
             .and_then(decode_hex)
-            .ok_or_else(|| ApiError::unauthorized("X-Hub-Signature-256 is not sha256=<hex>"))?;
+            .ok_or_else(|| ApiError::unauthorized("X-Hub-Signature-256 is not sha256=<hex>"))
+    }
+
+    /// The signature over the body, compared in constant time.
+    fn verify(&self, signature: &[u8], body: &[u8]) -> Result<(), ApiError> {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key");
         mac.update(body);
-        mac.verify_slice(&signature)
+        mac.verify_slice(signature)
             .map_err(|_| ApiError::unauthorized("the signature does not match the body"))
     }
 }
@@ -148,10 +151,19 @@ fn answer(
         .into_response()
 }
 
+/// The events longtx acts on; any other is answered without reading it.
+const HANDLED_EVENTS: [&str; 5] = [
+    "ping",
+    "pull_request",
+    "workflow_run",
+    "pull_request_review",
+    "issue_comment",
+];
+
 pub async fn receive(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: axum::body::Body,
 ) -> Result<Response, ApiError> {
     let Some(webhook) = state.github_webhook.clone() else {
         return Err(ApiError::new(
@@ -160,19 +172,9 @@ pub async fn receive(
             "LONGTX_GITHUB_WEBHOOK_SECRET is not set, so GitHub deliveries cannot be verified",
         ));
     };
-    let body = body.map_err(|rejection| {
-        let text = rejection.body_text();
-        let (status, error) = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            (StatusCode::PAYLOAD_TOO_LARGE, "body_too_large")
-        } else if text.contains("timeout") {
-            // The body did not arrive within the server's body timeout.
-            (StatusCode::REQUEST_TIMEOUT, "body_timeout")
-        } else {
-            (rejection.status(), "unreadable_body")
-        };
-        ApiError::new(status, error, text)
-    })?;
-    webhook.verify(&headers, &body)?;
+    // Everything the headers can settle is settled before the body is
+    // read: an unsigned or unwanted delivery costs longtx no buffer.
+    let signature = GitHubWebhook::signature(&headers)?;
     let header = |name: &str| {
         headers
             .get(name)
@@ -186,6 +188,18 @@ pub async fn receive(
         .ok_or_else(|| {
             ApiError::bad_request("missing_header", "X-GitHub-Delivery is missing or too long")
         })?;
+    if !HANDLED_EVENTS.contains(&event.as_str()) {
+        tracing::info!(event = %longtx_core::text::one_line(&event), "event not used by longtx; ignored unread");
+        return Ok(answer(
+            StatusCode::ACCEPTED,
+            &event,
+            "ignored",
+            None,
+            "longtx does not use this event".into(),
+        ));
+    }
+    let body = crate::body::read_authorised(&headers, body, MAX_GITHUB_BODY_BYTES).await?;
+    webhook.verify(&signature, &body)?;
     let span = tracing::info_span!("github", %event, delivery = %delivery_id, job_id = tracing::field::Empty);
     async move {
         match event.as_str() {
@@ -200,16 +214,13 @@ pub async fn receive(
             "workflow_run" => workflow_run(&state, &webhook, &delivery_id, parse(&body)?).await,
             "pull_request_review" => review(&state, &webhook, &delivery_id, parse(&body)?).await,
             "issue_comment" => comment(&state, &webhook, &delivery_id, parse(&body)?).await,
-            _ => {
-                tracing::info!("event not used by longtx; ignored");
-                Ok(answer(
-                    StatusCode::ACCEPTED,
-                    &event,
-                    "ignored",
-                    None,
-                    "longtx does not use this event".into(),
-                ))
-            }
+            _ => Ok(answer(
+                StatusCode::ACCEPTED,
+                &event,
+                "ignored",
+                None,
+                "longtx does not use this event".into(),
+            )),
         }
     }
     .instrument(span)

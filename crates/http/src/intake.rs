@@ -2,8 +2,6 @@
 
 use crate::error::ApiError;
 use crate::state::AppState;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -16,7 +14,7 @@ use serde::Serialize;
 pub async fn alertmanager(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: axum::body::Body,
 ) -> Result<Response, ApiError> {
     receive(state, AlertOrigin::Alertmanager, headers, body).await
 }
@@ -24,7 +22,7 @@ pub async fn alertmanager(
 pub async fn datadog(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: axum::body::Body,
 ) -> Result<Response, ApiError> {
     receive(state, AlertOrigin::Datadog, headers, body).await
 }
@@ -68,23 +66,12 @@ async fn receive(
     state: AppState,
     origin: AlertOrigin,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: axum::body::Body,
 ) -> Result<Response, ApiError> {
     let started = std::time::Instant::now();
     state.auth.check(&headers)?;
     require_json(&headers)?;
-    let body = body.map_err(|rejection| {
-        let text = rejection.body_text();
-        let (status, error) = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            (StatusCode::PAYLOAD_TOO_LARGE, "body_too_large")
-        } else if text.contains("timeout") {
-            // The body did not arrive within the server's body timeout.
-            (StatusCode::REQUEST_TIMEOUT, "body_timeout")
-        } else {
-            (rejection.status(), "unreadable_body")
-        };
-        ApiError::new(status, error, text)
-    })?;
+    let body = crate::body::read_authorised(&headers, body, crate::MAX_BODY_BYTES).await?;
     // Checked before any parser recurses: PostgreSQL's parser, and serde's,
     // fail on deep nesting in ways that are not the sender's to read.
     if longtx_core::json_text::depth(&body, longtx_core::json_text::MAX_DEPTH)

@@ -4,6 +4,7 @@
 
 mod api;
 mod auth;
+mod body;
 mod cross_site;
 mod dashboard;
 mod error;

@@ -4,7 +4,6 @@
 
 use crate::error::ApiError;
 use crate::state::AppState;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
@@ -53,9 +52,10 @@ impl WhatIfCache {
 pub async fn receive(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Bytes,
+    body: axum::body::Body,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     state.auth.check(&headers)?;
+    let body = crate::body::read_authorised(&headers, body, crate::MAX_BODY_BYTES).await?;
     let batch: ObservationBatch = serde_json::from_slice(&body).map_err(|e| {
         ApiError::bad_request(
             "invalid_observations",
