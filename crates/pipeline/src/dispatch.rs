@@ -294,32 +294,24 @@ impl<G: GitHub> Dispatcher<G> {
     }
 
     /// The run already dispatched for `target`, found by its name and tied
-    /// to the dispatch: the configured workflow, a `workflow_dispatch` run
-    /// of the target repository, created after `started_at`. A title alone
-    /// (which anyone's CI run can carry) ties nothing.
+    /// to the dispatch (`results::find_dispatched_run`).
     pub(crate) async fn existing(
         &self,
         github: &G,
         target: Target,
         started_at: chrono::DateTime<chrono::Utc>,
     ) -> Result<Option<Run>, GitHubError> {
-        let runs = github
-            .recent_runs(&self.settings.repo, &self.settings.workflow)
-            .await?;
-        let repo = self.settings.repo.to_string();
-        let dispatched = longtx_core::agent_run::Dispatched {
-            run_id: None,
-            workflow_file: &self.settings.workflow,
-            repo: &repo,
+        crate::results::find_dispatched_run(
+            github,
+            &self.settings.repo,
+            &self.settings.workflow,
             started_at,
-        };
-        Ok(runs.into_iter().find(|run| {
-            let named = match target {
+            |run| match target {
                 Target::Job(id) => run_is_for_job(run, id),
                 Target::Round(id, round) => run_is_for_round(run, id, round),
-            };
-            named && longtx_core::agent_run::check(&dispatched, &run.observed(), true).is_ok()
-        }))
+            },
+        )
+        .await
     }
 
     async fn record(

@@ -18,10 +18,9 @@
 //! attempt, so a crash anywhere never opens two; the commit is guarded by
 //! `expectedHeadOid` and the recorded commit, so it is never made twice.
 
-use crate::results::{self, Fetched, Proposal, ResultSettings};
+use crate::results::{self, ResultOutcome, ResultSettings};
 use crate::PreReviewQueue;
 use crate::ReviewQueue;
-use longtx_core::agent_run::{FixResult, PATCH_FILE, RESULT_FILE};
 use longtx_core::fix_pr::{self, FixFacts, FIX_LABEL};
 use longtx_core::github_events::{PrEvent, ReviewGate};
 use longtx_github::{GitHub, GitHubError, NewPull, PullSummary, RepoName};
@@ -219,44 +218,31 @@ impl<G: GitHub> Opener<G> {
         claim: &PrOpenClaim,
         base_branch: &str,
     ) -> Result<Result<String, String>, GitHubError> {
-        let repo = &self.settings.repo;
         let (Some(run_id), Some(base)) = (claim.run_id, claim.base_sha.as_deref()) else {
             return Ok(Err(
                 "longtx recorded no run id or base commit for this job's run".to_owned(),
             ));
         };
-        let max = self.settings.results.max_artifact_bytes();
-        let files =
-            match results::fetch_result(self.github.as_ref(), repo, run_id as u64, max).await? {
-                Fetched::Files(files) => files,
-                Fetched::Missing(why) => return Ok(Err(why)),
-            };
-        let result = match FixResult::parse(&files[RESULT_FILE]) {
-            Ok(result) => result,
-            Err(e) => return Ok(Err(format!("run {run_id}: {e}"))),
-        };
-        let cost = results::fix_cost(&self.settings.results, &result).await;
-        self.record_cost(claim.job_id, run_id as u64, 0, &cost)
-            .await;
-        if result.base != base {
-            return Ok(Err(format!(
-                "run {run_id} started from {}, not the commit longtx pinned ({base})",
-                result.base
-            )));
-        }
-        let patch = files.get(PATCH_FILE).map(Vec::as_slice).unwrap_or_default();
-        let branch = fix_pr::branch_of(claim.job_id);
-        let changes = match results::prepare(
-            self.github.as_ref(),
-            &self.settings.results,
-            base_branch,
+        let round = results::Round {
+            job_id: claim.job_id,
+            round: 0,
+            query_source: &claim.query_source,
+            run_id: run_id as u64,
             base,
-            patch,
+            fetch: base_branch,
+            create_branch: true,
+        };
+        let applied = results::apply_result(
+            self.github.as_ref(),
+            &self.store,
+            &self.settings.results,
+            &self.settings.repo,
+            &round,
         )
-        .await
-        {
-            Ok(Proposal::Commit(changes)) => changes,
-            Ok(Proposal::Empty) => {
+        .await;
+        let (sha, result) = match applied {
+            Ok(ResultOutcome::Committed { sha, result }) => (sha, result),
+            Ok(ResultOutcome::Unchanged(result)) => {
                 let stopped = if result.stopped_early() {
                     " (its step failed: a turn or budget cap, or an error)"
                 } else {
@@ -272,42 +258,15 @@ impl<G: GitHub> Opener<G> {
                 };
                 return Ok(Err(format!("the agent changed nothing{stopped}{said}")));
             }
-            Ok(Proposal::Refused(why)) => {
-                tracing::warn!(%why, "the agent's patch was refused");
-                return Ok(Err(format!("the patch was refused: {why}")));
+            Ok(ResultOutcome::PatchRefused(why)) => {
+                return Ok(Err(format!("the patch was refused: {why}")))
             }
+            Ok(ResultOutcome::Unusable(why)) => return Ok(Err(why)),
             Err(results::ApplyError::GitHub(e)) => return Err(e),
             Err(results::ApplyError::Git(e)) => {
                 return Err(GitHubError::Unavailable(e.to_string()))
             }
         };
-        self.github.create_branch(repo, &branch, base).await?;
-        let message = fix_pr::commit_message(
-            claim.job_id,
-            0,
-            &claim.query_source,
-            result.pattern.as_deref(),
-            result.cost.agent.as_deref(),
-        );
-        let sha = match results::commit(
-            self.github.as_ref(),
-            repo,
-            &branch,
-            base,
-            message,
-            changes,
-            (claim.job_id, 0),
-        )
-        .await
-        {
-            Ok(sha) => sha,
-            Err(GitHubError::Refused {
-                status: 409,
-                message,
-            }) => return Ok(Err(message)),
-            Err(e) => return Err(e),
-        };
-        tracing::info!(commit = %sha, "longtx committed the agent's patch");
         let summary = if result.stopped_early() {
             format!(
                 "(The agent's step ended early, at its turn or budget cap or on an error: this is what it changed until then.)\n\n{}",
@@ -325,18 +284,6 @@ impl<G: GitHub> Opener<G> {
             tracing::warn!(error = %e, "recording the commit failed");
         }
         Ok(Ok(summary))
-    }
-
-    /// Keeps what the run said it cost (tied to the run longtx dispatched);
-    /// unbelievable figures are logged and dropped.
-    pub(crate) async fn record_cost(
-        &self,
-        job_id: i64,
-        run_id: u64,
-        round: u32,
-        cost: &longtx_core::agent_run::RunCost,
-    ) {
-        record_cost(&self.store, job_id, run_id, round, cost).await
     }
 
     /// The newest PR for the branch, open ones first.
@@ -400,27 +347,6 @@ impl<G: GitHub> Opener<G> {
             Err(e) => {
                 tracing::warn!(error = %e, "recording the PR failed; the next attempt finds it")
             }
-        }
-    }
-}
-
-/// Keeps a run's cost as its report; figures that cannot be right are
-/// logged and dropped.
-pub(crate) async fn record_cost(
-    store: &Store,
-    job_id: i64,
-    run_id: u64,
-    round: u32,
-    cost: &longtx_core::agent_run::RunCost,
-) {
-    match cost.report(run_id, round) {
-        Ok(report) => {
-            if let Err(e) = store.record_run_report(job_id, &report).await {
-                tracing::warn!(error = %e, "recording the run's cost failed");
-            }
-        }
-        Err(why) => {
-            tracing::warn!(%why, run_id, "the run's cost figures were not believable; dropped")
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::comments::comment_once;
 use crate::results::{fetch_result, Fetched};
-use longtx_core::agent_run::{self, ReviewResult, RESULT_FILE};
+use longtx_core::agent_run::{ReviewResult, RESULT_FILE};
 use longtx_core::pre_review::{
     no_verdict, rejection_comment, rejection_marker, timed_out, PreReviewMode, Verdict,
 };
@@ -229,7 +229,7 @@ impl<G: GitHub> Worker<G> {
                 ))
             }
         };
-        crate::pr_opener::record_cost(&self.store, job_id, run.id, 0, &result.cost).await;
+        crate::results::record_cost(&self.store, job_id, run.id, 0, &result.cost).await;
         if let Err(e) = result.verdict.validate() {
             return Ok(no_verdict(
                 head,
@@ -249,23 +249,18 @@ impl<G: GitHub> Worker<G> {
         marker: &str,
         started_at: chrono::DateTime<chrono::Utc>,
     ) -> Result<Option<Run>, GitHubError> {
-        let runs = self
-            .github
-            .recent_runs(&self.settings.repo, &self.settings.workflow)
-            .await?;
-        let repo = self.settings.repo.to_string();
-        let dispatched = agent_run::Dispatched {
-            run_id: None,
-            workflow_file: &self.settings.workflow,
-            repo: &repo,
+        crate::results::find_dispatched_run(
+            self.github.as_ref(),
+            &self.settings.repo,
+            &self.settings.workflow,
             started_at,
-        };
-        Ok(runs.into_iter().find(|r| {
-            r.display_title
-                .as_deref()
-                .is_some_and(|t| t.contains(marker))
-                && agent_run::check(&dispatched, &r.observed(), true).is_ok()
-        }))
+            |r| {
+                r.display_title
+                    .as_deref()
+                    .is_some_and(|t| t.contains(marker))
+            },
+        )
+        .await
     }
 
     async fn dispatch(&self, claim: PreReviewClaim) {

@@ -5,12 +5,13 @@
 //! touches the database: callers claim before and record after, with no
 //! connection held across these calls.
 
-use longtx_core::agent_run::{RESULT_ARTIFACT, RESULT_FILE};
-use longtx_core::fix_pr::is_round_commit;
+use longtx_core::agent_run::{FixResult, PATCH_FILE, RESULT_ARTIFACT, RESULT_FILE};
+use longtx_core::fix_pr::{self, is_round_commit};
 use longtx_core::patch_policy::{self, PatchPolicy};
 use longtx_git::patch::Changes;
 use longtx_git::Mirror;
 use longtx_github::{FileAddition, GitHub, GitHubError, NewCommit, RepoName};
+use longtx_store::Store;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -92,7 +93,7 @@ pub(crate) async fn fetch_result<G: GitHub>(
 /// session), any other agent's as its result says.
 pub(crate) async fn fix_cost(
     settings: &ResultSettings,
-    result: &longtx_core::agent_run::FixResult,
+    result: &FixResult,
 ) -> longtx_core::agent_run::RunCost {
     if result.cost.agent.as_deref() == Some("devin") {
         return crate::devin::devin_cost(settings, result.devin_session_id.as_deref()).await;
@@ -202,4 +203,149 @@ pub(crate) async fn commit<G: GitHub>(
         }
         Err(e) => Err(e),
     }
+}
+
+/// The round a fix run's result is applied as.
+pub(crate) struct Round<'a> {
+    pub job_id: i64,
+    pub round: u32,
+    pub query_source: &'a str,
+    /// The run longtx dispatched for it.
+    pub run_id: u64,
+    /// The commit longtx pinned for the run to start from.
+    pub base: &'a str,
+    /// The branch the mirror fetches to hold `base`.
+    pub fetch: &'a str,
+    /// Round 0 creates `longtx/<job>` at `base` first.
+    pub create_branch: bool,
+}
+
+/// What a fix run's result came to.
+pub(crate) enum ResultOutcome {
+    /// longtx's commit, made now or found from an earlier attempt.
+    Committed { sha: String, result: FixResult },
+    /// The agent changed nothing.
+    Unchanged(FixResult),
+    /// The patch policy (or the patch itself) refused the patch; why.
+    PatchRefused(String),
+    /// No usable result (missing, unreadable, from another base), or the
+    /// branch moved under the commit; why.
+    Unusable(String),
+}
+
+/// One fix run's result, from the artifact to longtx's commit: fetched
+/// from the run longtx dispatched, its cost kept, its base checked against
+/// the pinned one, the patch checked and applied, and committed with
+/// `expectedHeadOid`. The same for round 0 and every later round.
+pub(crate) async fn apply_result<G: GitHub>(
+    github: &G,
+    store: &Store,
+    settings: &ResultSettings,
+    repo: &RepoName,
+    round: &Round<'_>,
+) -> Result<ResultOutcome, ApplyError> {
+    let run_id = round.run_id;
+    let files = match fetch_result(github, repo, run_id, settings.max_artifact_bytes()).await? {
+        Fetched::Files(files) => files,
+        Fetched::Missing(why) => return Ok(ResultOutcome::Unusable(why)),
+    };
+    let result = match FixResult::parse(&files[RESULT_FILE]) {
+        Ok(result) => result,
+        Err(e) => return Ok(ResultOutcome::Unusable(format!("run {run_id}: {e}"))),
+    };
+    let cost = fix_cost(settings, &result).await;
+    record_cost(store, round.job_id, run_id, round.round, &cost).await;
+    if result.base != round.base {
+        return Ok(ResultOutcome::Unusable(format!(
+            "run {run_id} started from {}, not the commit longtx pinned ({})",
+            result.base, round.base
+        )));
+    }
+    let patch = files.get(PATCH_FILE).map(Vec::as_slice).unwrap_or_default();
+    let changes = match prepare(github, settings, round.fetch, round.base, patch).await? {
+        Proposal::Commit(changes) => changes,
+        Proposal::Empty => return Ok(ResultOutcome::Unchanged(result)),
+        Proposal::Refused(why) => {
+            tracing::warn!(%why, "the agent's patch was refused");
+            return Ok(ResultOutcome::PatchRefused(why));
+        }
+    };
+    let branch = fix_pr::branch_of(round.job_id);
+    if round.create_branch {
+        github.create_branch(repo, &branch, round.base).await?;
+    }
+    let message = fix_pr::commit_message(
+        round.job_id,
+        round.round,
+        round.query_source,
+        result.pattern.as_deref(),
+        result.cost.agent.as_deref(),
+    );
+    match commit(
+        github,
+        repo,
+        &branch,
+        round.base,
+        message,
+        changes,
+        (round.job_id, round.round),
+    )
+    .await
+    {
+        Ok(sha) => {
+            tracing::info!(commit = %sha, round = round.round, "longtx committed the agent's patch");
+            Ok(ResultOutcome::Committed { sha, result })
+        }
+        Err(GitHubError::Refused {
+            status: 409,
+            message,
+        }) => Ok(ResultOutcome::Unusable(message)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Keeps a run's cost as its report; figures that cannot be right are
+/// logged and dropped.
+pub(crate) async fn record_cost(
+    store: &Store,
+    job_id: i64,
+    run_id: u64,
+    round: u32,
+    cost: &longtx_core::agent_run::RunCost,
+) {
+    match cost.report(run_id, round) {
+        Ok(report) => {
+            if let Err(e) = store.record_run_report(job_id, &report).await {
+                tracing::warn!(error = %e, "recording the run's cost failed");
+            }
+        }
+        Err(why) => {
+            tracing::warn!(%why, run_id, "the run's cost figures were not believable; dropped")
+        }
+    }
+}
+
+/// The run longtx already dispatched under a name `named` recognises,
+/// among the workflow's recent runs, tied to the dispatch: the configured
+/// workflow, a `workflow_dispatch` run of the target repository, created
+/// after `started_at`. A title alone (which anyone's CI run can carry)
+/// ties nothing.
+pub(crate) async fn find_dispatched_run<G: GitHub>(
+    github: &G,
+    repo: &RepoName,
+    workflow: &str,
+    started_at: chrono::DateTime<chrono::Utc>,
+    named: impl Fn(&longtx_github::Run) -> bool,
+) -> Result<Option<longtx_github::Run>, GitHubError> {
+    let runs = github.recent_runs(repo, workflow).await?;
+    let repo = repo.to_string();
+    let dispatched = longtx_core::agent_run::Dispatched {
+        run_id: None,
+        workflow_file: workflow,
+        repo: &repo,
+        started_at,
+    };
+    Ok(runs.into_iter().find(|run| {
+        named(run) && longtx_core::agent_run::check(&dispatched, &run.observed(), true).is_ok()
+    }))
 }

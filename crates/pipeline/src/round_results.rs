@@ -5,11 +5,10 @@
 //! missing result ends it `refused`, said on the PR and the job page.
 
 use crate::comments::comment_once;
-use crate::pr_opener::{record_cost, Opener};
-use crate::results::{self, ApplyError, Fetched, Proposal};
-use longtx_core::agent_run::{FixResult, PATCH_FILE, RESULT_FILE};
+use crate::pr_opener::Opener;
+use crate::results::{self, ApplyError, ResultOutcome};
 use longtx_core::fix_pr;
-use longtx_github::{GitHub, GitHubError};
+use longtx_github::GitHub;
 use longtx_store::RoundToApply;
 use tracing::Instrument;
 
@@ -110,69 +109,35 @@ impl<G: GitHub> Opener<G> {
     }
 
     async fn round_outcome(&self, round: &RoundToApply) -> Result<Outcome, ApplyError> {
-        let repo = &self.settings.repo;
         let Some(run_id) = round.run_id else {
             return Ok(Outcome::Refused(
                 "longtx recorded no run id for the round".into(),
             ));
         };
-        let max = self.settings.results.max_artifact_bytes();
-        let files =
-            match results::fetch_result(self.github.as_ref(), repo, run_id as u64, max).await? {
-                Fetched::Files(files) => files,
-                Fetched::Missing(why) => return Ok(Outcome::Refused(why)),
-            };
-        let result = match FixResult::parse(&files[RESULT_FILE]) {
-            Ok(result) => result,
-            Err(e) => return Ok(Outcome::Refused(format!("run {run_id}: {e}"))),
-        };
-        let cost = results::fix_cost(&self.settings.results, &result).await;
-        record_cost(&self.store, round.job_id, run_id as u64, round.round, &cost).await;
-        if result.base != round.base_sha {
-            return Ok(Outcome::Refused(format!(
-                "run {run_id} started from {}, not the head longtx pinned ({})",
-                result.base, round.base_sha
-            )));
-        }
         let branch = fix_pr::branch_of(round.job_id);
-        let patch = files.get(PATCH_FILE).map(Vec::as_slice).unwrap_or_default();
-        let changes = match results::prepare(
-            self.github.as_ref(),
-            &self.settings.results,
-            &branch,
-            &round.base_sha,
-            patch,
-        )
-        .await?
-        {
-            Proposal::Commit(changes) => changes,
-            Proposal::Empty => return Ok(Outcome::Unchanged),
-            Proposal::Refused(why) => return Ok(Outcome::Refused(why)),
+        let target = results::Round {
+            job_id: round.job_id,
+            round: round.round,
+            query_source: &round.query_source,
+            run_id: run_id as u64,
+            base: &round.base_sha,
+            fetch: &branch,
+            create_branch: false,
         };
-        let message = fix_pr::commit_message(
-            round.job_id,
-            round.round,
-            &round.query_source,
-            result.pattern.as_deref(),
-            result.cost.agent.as_deref(),
-        );
-        match results::commit(
+        let applied = results::apply_result(
             self.github.as_ref(),
-            repo,
-            &branch,
-            &round.base_sha,
-            message,
-            changes,
-            (round.job_id, round.round),
+            &self.store,
+            &self.settings.results,
+            &self.settings.repo,
+            &target,
         )
-        .await
-        {
-            Ok(sha) => Ok(Outcome::Committed(sha)),
-            Err(GitHubError::Refused {
-                status: 409,
-                message,
-            }) => Ok(Outcome::Refused(message)),
-            Err(e) => Err(e.into()),
-        }
+        .await?;
+        Ok(match applied {
+            ResultOutcome::Committed { sha, .. } => Outcome::Committed(sha),
+            ResultOutcome::Unchanged(_) => Outcome::Unchanged,
+            ResultOutcome::PatchRefused(why) | ResultOutcome::Unusable(why) => {
+                Outcome::Refused(why)
+            }
+        })
     }
 }
