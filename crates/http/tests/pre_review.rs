@@ -91,6 +91,7 @@ fn verdict(head: &str, pass: bool) -> Value {
 /// answer to that delivery.
 async fn review_ends(t: &Tracking, job: i64, head: &str, body: &Value, delivery: &str) -> Value {
     let run = review_run_id(t, job, head);
+    t.wait_for_pre_review_run(job, head, run).await;
     longtx_testkit::agent_result::upload_verdict(&t.github, run, body);
     t.github.complete_run(run, "success");
     let (_, answer) = t
@@ -304,6 +305,7 @@ async fn a_verdict_not_from_the_dispatched_run_changes_nothing_and_an_unusable_o
 
     // A fork's run carrying the review run's id is not the review run.
     let run = review_run_id(&t, job, &head);
+    t.wait_for_pre_review_run(job, &head, run).await;
     let mut forged = pre_review_run_completed(job, &head, run, "success");
     forged["workflow_run"]["head_repository"] = json!({"full_name": "mallory/monolith"});
     let (_, answer) = t.deliver("workflow_run", "forged", &forged).await;

@@ -957,6 +957,7 @@ async fn the_pre_review_template_uploads_the_verdict_longtx_reads_it_and_the_che
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     let (review_run, inputs) = dispatched(&t, "long-transaction-pre-review.yml");
+    t.wait_for_pre_review_run(job, &head, review_run).await;
     let job_token = inputs["prompt_token"].clone();
     let dirs = temp("review");
     let mut r = rehearsal(

@@ -126,6 +126,7 @@ impl FixPr {
             })
             .and_then(|r| r["id"].as_u64())
             .unwrap();
+        self.t.wait_for_pre_review_run(self.job, head, run_id).await;
         let body = json!({
             "head_sha": head,
             "addresses_bottleneck": verdict != "reject",

@@ -175,6 +175,44 @@ impl Tracking {
         }
     }
 
+    /// Waits until longtx has recorded `run` as the reviewing run of `head`
+    /// (or has moved on to another head). GitHub's `workflow_run` event is
+    /// believed only for a run longtx recorded, and the fake lists a
+    /// dispatched run a moment before the dispatcher writes its id; a test
+    /// that ends the run sooner would race.
+    pub async fn wait_for_pre_review_run(&self, job: i64, head: &str, run: u64) {
+        use longtx_testkit::sqlx::Connection;
+        let mut db = longtx_testkit::sqlx::PgConnection::connect(&self.app.db.url())
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (recorded, reviewing): (Option<i64>, Option<String>) =
+                longtx_testkit::sqlx::query_as(
+                    "SELECT pre_review_run_id, pre_review_head FROM jobs WHERE id = $1",
+                )
+                .bind(job)
+                .fetch_one(&mut db)
+                .await
+                .unwrap();
+            if recorded == Some(run as i64) || reviewing.as_deref() != Some(head) {
+                db.close().await.unwrap();
+                return;
+            }
+            if Instant::now() >= deadline {
+                let row: (Option<String>, Option<i64>, Option<String>) = longtx_testkit::sqlx::query_as(
+                    "SELECT pre_review_state, pre_review_run_id, pre_review_head FROM jobs WHERE id = $1",
+                )
+                .bind(job)
+                .fetch_one(&mut db)
+                .await
+                .unwrap();
+                panic!("longtx never recorded reviewing run {run}: {row:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Delivers a signed event and returns the status and JSON answer.
     pub async fn deliver(
         &self,
