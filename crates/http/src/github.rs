@@ -162,9 +162,10 @@ const HANDLED_EVENTS: [&str; 5] = [
 
 pub async fn receive(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: axum::body::Body,
+    request: axum::extract::Request,
 ) -> Result<Response, ApiError> {
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
     let Some(webhook) = state.github_webhook.clone() else {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -174,7 +175,7 @@ pub async fn receive(
     };
     // Everything the headers can settle is settled before the body is
     // read: an unsigned or unwanted delivery costs longtx no buffer.
-    let signature = GitHubWebhook::signature(&headers)?;
+    let signature = GitHubWebhook::signature(headers)?;
     let header = |name: &str| {
         headers
             .get(name)
@@ -198,7 +199,7 @@ pub async fn receive(
             "longtx does not use this event".into(),
         ));
     }
-    let body = crate::body::read_authorised(&headers, body, MAX_GITHUB_BODY_BYTES).await?;
+    let body = crate::body::read_to_verify(&parts, body, MAX_GITHUB_BODY_BYTES).await?;
     webhook.verify(&signature, &body)?;
     let span = tracing::info_span!("github", %event, delivery = %delivery_id, job_id = tracing::field::Empty);
     async move {

@@ -13,18 +13,16 @@ use serde::Serialize;
 
 pub async fn alertmanager(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: axum::body::Body,
+    request: axum::extract::Request,
 ) -> Result<Response, ApiError> {
-    receive(state, AlertOrigin::Alertmanager, headers, body).await
+    receive(state, AlertOrigin::Alertmanager, request).await
 }
 
 pub async fn datadog(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: axum::body::Body,
+    request: axum::extract::Request,
 ) -> Result<Response, ApiError> {
-    receive(state, AlertOrigin::Datadog, headers, body).await
+    receive(state, AlertOrigin::Datadog, request).await
 }
 
 /// Alerts one request may carry; more is 413 (Alertmanager's `max_alerts`
@@ -65,13 +63,14 @@ struct AlertResult {
 async fn receive(
     state: AppState,
     origin: AlertOrigin,
-    headers: HeaderMap,
-    body: axum::body::Body,
+    request: axum::extract::Request,
 ) -> Result<Response, ApiError> {
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
     let started = std::time::Instant::now();
-    state.auth.check(&headers)?;
-    require_json(&headers)?;
-    let body = crate::body::read_authorised(&headers, body, crate::MAX_BODY_BYTES).await?;
+    state.auth.check(headers)?;
+    require_json(headers)?;
+    let body = crate::body::read_authorised(&parts, body, crate::MAX_BODY_BYTES).await?;
     // Checked before any parser recurses: PostgreSQL's parser, and serde's,
     // fail on deep nesting in ways that are not the sender's to read.
     if longtx_core::json_text::depth(&body, longtx_core::json_text::MAX_DEPTH)

@@ -51,11 +51,12 @@ impl WhatIfCache {
 
 pub async fn receive(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: axum::body::Body,
+    request: axum::extract::Request,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    state.auth.check(&headers)?;
-    let body = crate::body::read_authorised(&headers, body, crate::MAX_BODY_BYTES).await?;
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
+    state.auth.check(headers)?;
+    let body = crate::body::read_authorised(&parts, body, crate::MAX_BODY_BYTES).await?;
     let batch: ObservationBatch = serde_json::from_slice(&body).map_err(|e| {
         ApiError::bad_request(
             "invalid_observations",

@@ -4,6 +4,7 @@
 //! recorded, and the service still answers. Then clients that stall.
 
 use longtx_http::ServerLimits;
+use longtx_testkit::payloads::{AmAlert, AmWebhook};
 use longtx_testkit::{sqlx, TestApp};
 use serde_json::Value;
 use std::io::{Read, Write};
@@ -148,14 +149,21 @@ fn stall(addr: &str, bytes: &[u8]) -> (Duration, String) {
     (started.elapsed(), answer)
 }
 
+fn tight_limits(max_connections: usize) -> ServerLimits {
+    ServerLimits {
+        request_timeout: Duration::from_secs(2),
+        rate_grace: Duration::from_millis(500),
+        max_connections,
+        ..ServerLimits::default()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_clients_are_cut_off_by_the_timeouts() {
-    let limits = ServerLimits {
-        header_timeout: Duration::from_secs(1),
-        body_timeout: Duration::from_secs(1),
-        max_connections: 64,
-    };
-    let app = TestApp::builder().server_limits(limits).spawn().await;
+    let app = TestApp::builder()
+        .server_limits(tight_limits(64))
+        .spawn()
+        .await;
     let addr = app.base_url.trim_start_matches("http://").to_owned();
     let cases: [(&str, &[u8]); 4] = [
         ("half the headers", b"POST /webhooks/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Ty"),
@@ -183,6 +191,89 @@ async fn stalled_clients_are_cut_off_by_the_timeouts() {
             .status(),
         200
     );
+}
+
+/// Sends the headers, then the body one byte every `every`, until the
+/// server answers or closes; how long that took and the answer.
+async fn trickle(addr: &str, headers: &str, every: Duration) -> (Duration, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let started = Instant::now();
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(headers.as_bytes()).await.unwrap();
+    let mut answer = vec![0u8; 1024];
+    loop {
+        tokio::select! {
+            read = stream.read(&mut answer) => {
+                let n = read.unwrap_or(0);
+                return (started.elapsed(), String::from_utf8_lossy(&answer[..n]).into_owned());
+            }
+            _ = tokio::time::sleep(every) => {
+                if stream.write_all(b" ").await.is_err() || started.elapsed() > Duration::from_secs(30) {
+                    return (started.elapsed(), String::new());
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_body_sent_a_byte_at_a_time_is_cut_off_though_every_byte_comes_in_time() {
+    let app = TestApp::builder()
+        .server_limits(tight_limits(64))
+        .spawn()
+        .await;
+    let addr = app.base_url.trim_start_matches("http://");
+    let headers = "POST /webhooks/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n";
+    // Each byte comes well within any per-chunk timeout; the request as a
+    // whole falls below the minimum rate and past its deadline.
+    let (took, answer) = trickle(addr, headers, Duration::from_millis(200)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(took < Duration::from_secs(5), "held for {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_clients_filling_every_connection_do_not_keep_an_authorised_alert_out() {
+    let app = TestApp::builder()
+        .server_limits(tight_limits(8))
+        .spawn()
+        .await;
+    let addr = app.base_url.trim_start_matches("http://").to_owned();
+    // Twice the cap of clients that send half their headers and wait.
+    let mut slow = Vec::new();
+    for _ in 0..16 {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        tokio::io::AsyncWriteExt::write_all(
+            &mut stream,
+            b"POST /webhooks/github HTTP/1.1\r\nHost: x\r\n",
+        )
+        .await
+        .unwrap();
+        slow.push(stream);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let hook = AmWebhook::with(AmAlert::firing("admin/orders#update").value(150.0));
+    let response = reqwest::Client::new()
+        .post(app.url("/webhooks/alertmanager"))
+        .json(&hook.to_json())
+        .timeout(Duration::from_secs(1))
+        .send()
+        .await
+        .expect("answered while the slow clients hold every connection");
+    assert_eq!(response.status(), 200);
+    // The ones that waited longest were closed to make room.
+    let mut closed = 0;
+    for stream in &mut slow {
+        let mut byte = [0u8; 1];
+        if let Ok(Ok(0)) = tokio::time::timeout(
+            Duration::from_millis(50),
+            tokio::io::AsyncReadExt::read(stream, &mut byte),
+        )
+        .await
+        {
+            closed += 1;
+        }
+    }
+    assert!(closed >= 8, "only {closed} of 16 slow clients were closed");
 }
 
 #[tokio::test]

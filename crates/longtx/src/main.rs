@@ -7,6 +7,7 @@ mod config;
 mod database;
 mod doctor;
 mod offline;
+mod process_tuning;
 mod serve;
 mod worker_settings;
 
@@ -196,6 +197,8 @@ enum PatternsCommand {
 }
 
 fn main() -> std::process::ExitCode {
+    process_tuning::return_large_buffers_to_the_system();
+    process_tuning::raise_open_files_limit();
     let cli = Cli::parse();
     init_tracing();
     match run(cli) {
