@@ -1,8 +1,8 @@
-//! The fix PR longtx opens once the agent's run has pushed `longtx/<job>`:
+//! The fix PR longtx opens once the agent's run has pushed the job's branch:
 //! its branch, title, body and label, and what the agent's commits say
 //! about the pattern it followed (`Longtx-Pattern:` trailer).
 
-use crate::github_events::{body_marker, BRANCH_PREFIX};
+use crate::installation::Installation;
 
 /// Every fix PR carries it; created when the repository lacks it.
 pub const FIX_LABEL: &str = "longtx";
@@ -16,11 +16,6 @@ pub const PATTERN_TRAILER: &str = "Longtx-Pattern";
 
 /// GitHub cuts PR titles at 256 characters.
 const MAX_TITLE_CHARS: usize = 256;
-
-/// The branch a job's workflow pushes.
-pub fn branch_of(job_id: i64) -> String {
-    format!("{BRANCH_PREFIX}{job_id}")
-}
 
 /// What longtx knows when it opens the PR.
 #[derive(Debug, Clone, Default)]
@@ -87,7 +82,9 @@ pub fn title(facts: &FixFacts<'_>) -> String {
 
 /// The body: what was seen, the pattern, the run, and the two lines that
 /// tie the PR to its job (`longtx-source:` and the marker comment).
-pub fn body(facts: &FixFacts<'_>) -> String {
+/// The PR body; its last line is the job's marker, which (with the
+/// branch) ties the PR to the job in `installation`.
+pub fn body(facts: &FixFacts<'_>, installation: &Installation) -> String {
     let source = code_span(facts.query_source);
     let mut seen = format!("A transaction started from {source}");
     if let Some(table) = facts.table.filter(|t| !t.is_empty()) {
@@ -131,7 +128,7 @@ pub fn body(facts: &FixFacts<'_>) -> String {
     lines.push(String::new());
     lines.push(format!("longtx-source: {}", one_line(facts.query_source)));
     lines.push(String::new());
-    lines.push(body_marker(facts.job_id));
+    lines.push(installation.body_marker(facts.job_id));
     lines.join("\n")
 }
 
@@ -176,7 +173,10 @@ fn code_span(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::github_events::jobs_in_body;
+
+    fn here() -> Installation {
+        Installation::new("k3x9q2ab", 0).unwrap()
+    }
 
     fn facts() -> FixFacts<'static> {
         FixFacts {
@@ -209,8 +209,8 @@ mod tests {
 
     #[test]
     fn the_body_ties_the_pr_to_its_job_and_says_what_was_seen() {
-        let body = body(&facts());
-        assert_eq!(jobs_in_body(&body), vec![42]);
+        let body = body(&facts(), &here());
+        assert_eq!(here().jobs_in_body(&body), vec![42]);
         assert!(body.contains("longtx-source: admin/users#update\n"));
         assert!(body.contains("table `users` for 312 s"));
         assert!(body.contains("`http-call-inside-transaction`"));
@@ -219,18 +219,17 @@ mod tests {
             title(&facts()),
             "Shorten the long transaction in admin/users#update"
         );
-        assert_eq!(branch_of(42), "longtx/42");
     }
 
     #[test]
     fn a_hostile_source_cannot_break_out_of_its_line_or_span() {
         let mut f = facts();
-        f.query_source = "a`b\n<!-- longtx-job: 7 -->";
+        f.query_source = "a`b\n<!-- longtx-job: k3x9q2ab/7 -->";
         f.run_url = Some("javascript:alert(1)");
-        let body = body(&f);
-        assert_eq!(jobs_in_body(&body), vec![42]);
+        let body = body(&f, &here());
+        assert_eq!(here().jobs_in_body(&body), vec![42]);
         assert!(
-            body.contains("from `a'b < !-- longtx-job: 7 -->`"),
+            body.contains("from `a'b < !-- longtx-job: k3x9q2ab/7 -->`"),
             "{body}"
         );
         assert!(!body.contains("javascript:"));

@@ -1,21 +1,18 @@
 //! The GitHub webhook events longtx uses, typed, and how a fix PR is tied
 //! back to its job.
 //!
-//! A PR belongs to job N only when both its head branch is `longtx/N` and
-//! its body carries `<!-- longtx-job: N -->`, and it comes from the target
-//! repository itself. Anyone can open a PR from a fork with a copied body,
+//! A PR belongs to job N only when both its head branch and its body's
+//! marker name job N of this installation (`crate::installation`), and it
+//! comes from the target repository itself. Anyone can open a PR from a fork with a copied body,
 //! and the body alone can be edited by anyone with write access, so one
 //! signal is never enough.
 
+use crate::installation::Installation;
 use crate::JobState;
 use serde::Deserialize;
 
 pub const BRANCH_PREFIX: &str = "longtx/";
 pub const WONTFIX_LABEL: &str = "long-transaction-wontfix";
-
-pub fn body_marker(job_id: i64) -> String {
-    format!("<!-- longtx-job: {job_id} -->")
-}
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Repository {
@@ -178,36 +175,11 @@ pub enum Correlation {
     Suspicious(String),
 }
 
-/// The job id in a `longtx/<id>` branch name.
-pub fn job_of_branch(branch: &str) -> Option<i64> {
-    let id = branch.strip_prefix(BRANCH_PREFIX)?;
-    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    id.parse().ok()
-}
-
-/// Every job id named by a body marker (there should be one).
-pub fn jobs_in_body(body: &str) -> Vec<i64> {
-    let mut ids = Vec::new();
-    let mut rest = body;
-    while let Some(start) = rest.find("<!-- longtx-job:") {
-        rest = &rest[start + "<!-- longtx-job:".len()..];
-        let Some(end) = rest.find("-->") else { break };
-        if let Ok(id) = rest[..end].trim().parse::<i64>() {
-            ids.push(id);
-        }
-        rest = &rest[end..];
-    }
-    ids.sort_unstable();
-    ids.dedup();
-    ids
-}
-
-/// Ties `pr` to a job of `target_repo` (`owner/name`), or says why not.
-pub fn correlate(pr: &PullRequest, target_repo: &str) -> Correlation {
-    let branch_job = job_of_branch(&pr.head.git_ref);
-    let body_jobs = jobs_in_body(pr.body.as_deref().unwrap_or(""));
+/// Ties `pr` to a job of `target_repo` (`owner/name`) in `installation`,
+/// or says why not. Names of another installation are not ours at all.
+pub fn correlate(pr: &PullRequest, target_repo: &str, installation: &Installation) -> Correlation {
+    let branch_job = installation.job_of_branch(&pr.head.git_ref);
+    let body_jobs = installation.jobs_in_body(pr.body.as_deref().unwrap_or(""));
     if branch_job.is_none() && body_jobs.is_empty() {
         return Correlation::NotOurs;
     }

@@ -16,6 +16,7 @@ pub mod fix_pr;
 pub mod github_events;
 pub mod glob;
 pub mod ignore_list;
+pub mod installation;
 pub mod job;
 pub mod json_text;
 pub mod observation;

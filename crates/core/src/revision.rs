@@ -3,7 +3,7 @@
 //! Round 0 is the job's first agent run. A `revise` verdict of the AI
 //! pre-review, a person's "changes requested" review or a `/longtx revise`
 //! comment starts round 1, 2, ...: the fix workflow is dispatched again for
-//! the same job with the findings, and pushes onto `longtx/<job>`. This
+//! the same job with the findings, and pushes onto the job's branch. This
 //! module holds the rules (who may ask, how many rounds) and the texts; the
 //! store and the workers carry them out.
 

@@ -63,7 +63,7 @@ pub fn pr_title(query_source: &str) -> String {
 /// The PR body after the decision; keeps the job marker so the PR stays
 /// tied to its job.
 pub fn pr_body(
-    job_id: i64,
+    job_marker: &str,
     query_source: &str,
     (reason, reason_by): (&str, &str),
     ignore_list_path: &str,
@@ -84,7 +84,7 @@ pub fn pr_body(
          To undo the decision later, open a PR that removes the entry \
          (`query_source: {}`) from `{ignore_list_path}`.\n\n{}\n",
         quote(query_source),
-        crate::github_events::body_marker(job_id)
+        job_marker
     )
 }
 
@@ -157,14 +157,17 @@ mod tests {
 
     #[test]
     fn the_body_keeps_the_marker_and_says_how_to_undo() {
+        let marker = crate::installation::Installation::new("k3x9q2ab", 0)
+            .unwrap()
+            .body_marker(7);
         let body = pr_body(
-            7,
+            &marker,
             "admin/users#update",
             ("needs the lock\n<!-- longtx-job: 9 --> @everyone", "@alice"),
             "ignore-list.yaml",
             "alice",
         );
-        assert!(body.contains("<!-- longtx-job: 7 -->"));
+        assert!(body.contains("<!-- longtx-job: k3x9q2ab/7 -->"));
         assert!(!body.contains("<!-- longtx-job: 9 -->"), "{body}");
         assert!(
             body.contains("> needs the lock\n> &lt;!-- longtx-job: 9 --> @\u{200b}everyone"),

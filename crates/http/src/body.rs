@@ -71,7 +71,7 @@ pub(crate) async fn read_authorised(
     limit: usize,
 ) -> Result<AuthorisedBody, ApiError> {
     let expected = expected_size(parts, limit)?;
-    let bytes = collect(body, expected, limit).await?;
+    let bytes = collect(body, expected, limit, |_| {}).await?;
     Ok(AuthorisedBody {
         bytes,
         _budget: None,
@@ -79,19 +79,21 @@ pub(crate) async fn read_authorised(
 }
 
 /// The body of a request whose signature covers it, at most `limit` bytes,
-/// read within the server's body budget: as [`read_authorised`], and 503
-/// when the budget stays spent until the request's deadline.
+/// read within the server's body budget, each chunk given to `digest` (the
+/// HMAC) as it arrives: as [`read_authorised`], and 503 when the budget
+/// stays spent until the request's deadline.
 pub(crate) async fn read_to_verify(
     parts: &Parts,
     body: Body,
     limit: usize,
+    digest: impl FnMut(&[u8]),
 ) -> Result<AuthorisedBody, ApiError> {
     let expected = expected_size(parts, limit)?;
     let budget = match parts.extensions.get::<BodyBudget>() {
         Some(budget) => Some(reserve(budget, expected, parts).await?),
         None => None,
     };
-    let bytes = collect(body, expected, limit).await?;
+    let bytes = collect(body, expected, limit, digest).await?;
     Ok(AuthorisedBody {
         bytes,
         _budget: budget,
@@ -144,7 +146,12 @@ async fn reserve(
 
 /// Reads the body into one buffer of the declared size (a single
 /// allocation, which the allocator hands back to the system once freed).
-async fn collect(mut body: Body, expected: usize, limit: usize) -> Result<Bytes, ApiError> {
+async fn collect(
+    mut body: Body,
+    expected: usize,
+    limit: usize,
+    mut digest: impl FnMut(&[u8]),
+) -> Result<Bytes, ApiError> {
     use http_body::Body as _;
     let mut buffer = Vec::with_capacity(expected.min(limit));
     loop {
@@ -156,6 +163,7 @@ async fn collect(mut body: Body, expected: usize, limit: usize) -> Result<Bytes,
                     if buffer.len() + data.len() > limit {
                         return Err(too_large(limit));
                     }
+                    digest(data);
                     buffer.extend_from_slice(data);
                 }
             }

@@ -95,9 +95,12 @@ impl GitHubWebhook {
     }
 
     /// The signature over the body, compared in constant time.
-    fn verify(&self, signature: &[u8], body: &[u8]) -> Result<(), ApiError> {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key");
-        mac.update(body);
+    /// The HMAC a delivery's body streams through as it is read.
+    fn mac(&self) -> Hmac<Sha256> {
+        Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key")
+    }
+
+    fn verify(mac: Hmac<Sha256>, signature: &[u8]) -> Result<(), ApiError> {
         mac.verify_slice(signature)
             .map_err(|_| ApiError::unauthorized("the signature does not match the body"))
     }
@@ -199,8 +202,12 @@ pub async fn receive(
             "longtx does not use this event".into(),
         ));
     }
-    let body = crate::body::read_to_verify(&parts, body, MAX_GITHUB_BODY_BYTES).await?;
-    webhook.verify(&signature, &body)?;
+    let mut mac = webhook.mac();
+    let body = crate::body::read_to_verify(&parts, body, MAX_GITHUB_BODY_BYTES, |chunk| {
+        mac.update(chunk)
+    })
+    .await?;
+    GitHubWebhook::verify(mac, &signature)?;
     let span = tracing::info_span!("github", %event, delivery = %delivery_id, job_id = tracing::field::Empty);
     async move {
         match event.as_str() {
@@ -274,7 +281,8 @@ async fn pull_request(
         event: "pull_request",
         action: Some(&event.action),
     };
-    let job_id = match correlate(pr, &webhook.repo) {
+    let installation = state.store.installation().await?;
+    let job_id = match correlate(pr, &webhook.repo, &installation) {
         Correlation::NotOurs => {
             return Ok(answer(
                 StatusCode::ACCEPTED,
@@ -468,7 +476,8 @@ async fn review(
     if event.review.user.is_bot() {
         return ignored("reviews by bots start no round");
     }
-    let job_id = match correlate(&event.pull_request, &webhook.repo) {
+    let installation = state.store.installation().await?;
+    let job_id = match correlate(&event.pull_request, &webhook.repo, &installation) {
         Correlation::Job(id) => id,
         Correlation::NotOurs => return ignored("not a longtx PR"),
         Correlation::Suspicious(why) => {

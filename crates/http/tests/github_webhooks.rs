@@ -203,7 +203,10 @@ async fn a_pr_from_a_fork_or_with_a_mismatched_marker_is_not_acted_on() {
 
     let other_job = job + 1000;
     let mismatched = PrEventBuilder::opened(job, 41)
-        .body(&format!("Fixes it.\n<!-- longtx-job: {other_job} -->"))
+        .body(&format!(
+            "Fixes it.\n{}",
+            t.app.installation.body_marker(other_job)
+        ))
         .to_json();
     let (_, answer) = t.deliver("pull_request", "f-2", &mismatched).await;
     assert_eq!(answer["outcome"], "untrusted", "{answer}");

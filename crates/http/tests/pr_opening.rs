@@ -1,6 +1,6 @@
 //! The agent proposes, longtx commits: once the run longtx dispatched has
 //! ended, longtx downloads its `longtx-result`, checks the patch, commits
-//! it on `longtx/<job>` through `createCommitOnBranch` and opens the fix
+//! it on the job's branch through `createCommitOnBranch` and opens the fix
 //! PR, against the fake GitHub backed by a real bare repository.
 
 mod tracking;
@@ -81,12 +81,12 @@ async fn a_proposed_patch_becomes_one_longtx_commit_and_one_labelled_pr_and_revi
         pull["user"]["login"], OWN_LOGIN,
         "opened with longtx's credentials"
     );
-    assert_eq!(pull["head"]["ref"], format!("longtx/{job}"));
+    assert_eq!(pull["head"]["ref"], t.app.installation.branch_of(job));
     assert_eq!(pull["head"]["sha"], head.as_str());
     assert_eq!(pull["base"]["ref"], "main");
     let body = pull["body"].as_str().unwrap();
     assert!(
-        body.contains(&format!("<!-- longtx-job: {job} -->")),
+        body.contains(&t.app.installation.body_marker(job)),
         "{body}"
     );
     assert!(body.contains("longtx-source: admin/users#update"), "{body}");
@@ -195,7 +195,7 @@ async fn a_pr_that_already_exists_for_the_branch_is_recorded_not_opened_again() 
     let mut repo = repository_owned_by_alice("exists");
     let t = started(&mut repo).await;
     let job = t.job_with_agent_running("admin/users#update").await;
-    push_fix_branch(&mut repo, job, None);
+    push_fix_branch(&t.app, &mut repo, job, None);
     // An earlier attempt opened it and died before recording it.
     let client = t.github.client(std::time::Duration::from_secs(5));
     let earlier = longtx_github::GitHub::create_pull(
@@ -203,8 +203,8 @@ async fn a_pr_that_already_exists_for_the_branch_is_recorded_not_opened_again() 
         &"acme/monolith".parse().unwrap(),
         &longtx_github::NewPull {
             title: "t".into(),
-            body: format!("<!-- longtx-job: {job} -->"),
-            head: format!("longtx/{job}"),
+            body: t.app.installation.body_marker(job),
+            head: t.app.installation.branch_of(job),
             base: "main".into(),
         },
     )

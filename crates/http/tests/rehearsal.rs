@@ -767,7 +767,7 @@ async fn the_claude_template_proposes_and_longtx_commits_round_0_and_round_1() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(body.contains(&format!("<!-- longtx-job: {job} -->")));
+    assert!(body.contains(&t.app.installation.body_marker(job)));
     assert!(
         body.contains("`http-call-inside-transaction`"),
         "the result names the pattern: {body}"

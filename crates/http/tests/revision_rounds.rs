@@ -32,7 +32,7 @@ async fn wait_until(what: &str, done: impl Fn() -> bool) {
     }
 }
 
-/// The agent's first run pushed `longtx/<job>` and the PR is open.
+/// The agent's first run pushed the job's branch and the PR is open.
 async fn fix_pr(name: &str, mode: Option<PreReviewMode>) -> FixPr {
     let mut repo = tracking::repository_owned_by_alice(name);
     let t = match mode {
@@ -41,7 +41,7 @@ async fn fix_pr(name: &str, mode: Option<PreReviewMode>) -> FixPr {
     };
     t.github.set_pull_files(PR, &[("app/models/order.rb", 2)]);
     let job = t.job_with_agent_running(SOURCE).await;
-    let head = tracking::push_fix_branch(&mut repo, job, None);
+    let head = tracking::push_fix_branch(&t.app, &mut repo, job, None);
     let opened = PrEventBuilder::opened(job, PR).head_sha(&head).to_json();
     let (_, answer) = t
         .deliver("pull_request", &format!("open-{job}"), &opened)
@@ -183,7 +183,7 @@ impl FixPr {
         let run_id = run["id"].as_u64().unwrap();
         // GitHub reports the end long after longtx recorded the dispatch.
         self.wait_round_state(round, "running").await;
-        let branch = format!("longtx/{}", self.job);
+        let branch = self.t.app.installation.branch_of(self.job);
         let (base, patch) = longtx_testkit::agent_result::patch_over(
             &self.repo.bare_path(),
             &branch,
@@ -442,7 +442,7 @@ async fn a_round_whose_patch_touches_a_workflow_is_refused_said_on_the_pr_and_pe
     let run_id = run["id"].as_u64().unwrap();
     let (base, patch) = longtx_testkit::agent_result::patch_over(
         &pr.repo.bare_path(),
-        &format!("longtx/{}", pr.job),
+        &pr.t.app.installation.branch_of(pr.job),
         &[(".github/workflows/deploy.yml", "on: push\n")],
     );
     longtx_testkit::agent_result::upload_fix_result(&pr.t.github, run_id, &base, &patch, None);
@@ -656,7 +656,7 @@ async fn a_dispatcher_killed_during_a_round_dispatch_causes_no_second_run() {
     let job = fired["results"][0]["job_id"].as_i64().unwrap();
     wait_until("the first run", || github.runs().len() == 1).await;
     first.abort();
-    let head = tracking::push_fix_branch(&mut repo, job, None);
+    let head = tracking::push_fix_branch(&app, &mut repo, job, None);
     github.set_pull_files(PR, &[("app/models/order.rb", 2)]);
     let opened = PrEventBuilder::opened(job, PR).head_sha(&head).to_json();
     let moved = app

@@ -37,10 +37,9 @@ impl Target {
         Target { repo, remote }
     }
 
-    /// Two agent commits on `longtx/<job>`, pushed.
-    fn agent_pushes(&mut self, job: i64) -> String {
-        let branch = format!("longtx/{job}");
-        self.repo.git(&["checkout", "--quiet", "-b", &branch]);
+    /// Two agent commits on the fix branch `branch`, pushed.
+    fn agent_pushes(&mut self, branch: &str) -> String {
+        self.repo.git(&["checkout", "--quiet", "-b", branch]);
         self.repo.commit(
             &[("app/models/order.rb", "class Order; def save; end; end\n")],
             "Agent",
@@ -55,7 +54,7 @@ impl Target {
         );
         self.repo.git(&["checkout", "--quiet", "main"]);
         self.remote = self.repo.bare();
-        self.remote_git(&["rev-parse", &branch])
+        self.remote_git(&["rev-parse", branch])
     }
 
     fn remote_git(&self, args: &[&str]) -> String {
@@ -82,7 +81,7 @@ fn git_in(dir: &Path, args: &[&str]) -> String {
 async fn job_in_review(t: &Tracking, target: &mut Target, source: &str) -> (i64, String) {
     t.github.set_pull_files(PR, &[("app/models/order.rb", 3)]);
     let job = t.job_with_agent_running(source).await;
-    let head = target.agent_pushes(job);
+    let head = target.agent_pushes(&t.app.installation.branch_of(job));
     let (_, answer) = t
         .deliver(
             "pull_request",
@@ -148,7 +147,7 @@ async fn the_label_replaces_the_fix_with_one_commit_that_lists_the_source() {
     );
     assert_eq!(done.state, "wontfix");
 
-    let branch = format!("longtx/{job}");
+    let branch = t.app.installation.branch_of(job);
     let base = target.remote_git(&["rev-parse", "main"]);
     assert_eq!(
         target.remote_git(&["rev-parse", &format!("{branch}^")]),
@@ -192,7 +191,7 @@ async fn the_label_replaces_the_fix_with_one_commit_that_lists_the_source() {
             && body.contains("removes the entry"),
         "{body}"
     );
-    assert!(body.contains(&format!("<!-- longtx-job: {job} -->")));
+    assert!(body.contains(&t.app.installation.body_marker(job)));
     assert_eq!(
         t.github.cancelled_runs().len(),
         1,
@@ -228,7 +227,7 @@ async fn a_labeler_without_write_access_changes_nothing() {
     assert_eq!(refused.wontfix_state.as_deref(), Some("refused"));
     assert_eq!(refused.state, "in_review");
     assert_eq!(
-        target.remote_git(&["rev-parse", &format!("longtx/{job}")]),
+        target.remote_git(&["rev-parse", &t.app.installation.branch_of(job)]),
         agent_head
     );
     assert!(t.github.pull(PR).is_none(), "the PR was not edited");
@@ -262,7 +261,7 @@ async fn a_redelivered_or_repeated_label_and_a_crash_after_the_push_give_one_com
     let (job, _) = job_in_review(&t, &mut target, source).await;
     label(&t, job, "alice", "label-1").await;
     settled(&t, job).await;
-    let branch = format!("longtx/{job}");
+    let branch = t.app.installation.branch_of(job);
     let first = target.remote_git(&["rev-parse", &branch]);
 
     let again = label(&t, job, "alice", "label-1").await;
@@ -325,9 +324,8 @@ fn races(target: &Target) -> u32 {
 
 /// A commit someone else pushes to the fix branch, kept on a side branch
 /// of the remote until the race uses it.
-fn someone_elses_commit(target: &mut Target, job: i64) -> String {
-    let branch = format!("longtx/{job}");
-    target.repo.git(&["checkout", "--quiet", &branch]);
+fn someone_elses_commit(target: &mut Target, branch: &str) -> String {
+    target.repo.git(&["checkout", "--quiet", branch]);
     let sha = target.repo.commit(
         &[("app/models/order.rb", "class Order; def save!; end; end\n")],
         "Bob",
@@ -351,8 +349,8 @@ async fn a_push_that_lands_first_is_never_overwritten_unseen() {
     let t = Tracking::start(&target.remote, |_| {}).await;
     let source = "Billing::InvoiceWorker";
     let (job, _) = job_in_review(&t, &mut target, source).await;
-    let branch = format!("longtx/{job}");
-    let concurrent = someone_elses_commit(&mut target, job);
+    let branch = t.app.installation.branch_of(job);
+    let concurrent = someone_elses_commit(&mut target, &t.app.installation.branch_of(job));
     race_on_push(&target, &branch, &concurrent, 2);
 
     label(&t, job, "alice", "label-1").await;
@@ -383,8 +381,8 @@ async fn after_one_lost_race_the_retry_sees_the_new_head_and_names_it() {
     let t = Tracking::start(&target.remote, |_| {}).await;
     let source = "Billing::RefundWorker";
     let (job, _) = job_in_review(&t, &mut target, source).await;
-    let branch = format!("longtx/{job}");
-    let concurrent = someone_elses_commit(&mut target, job);
+    let branch = t.app.installation.branch_of(job);
+    let concurrent = someone_elses_commit(&mut target, &t.app.installation.branch_of(job));
     race_on_push(&target, &branch, &concurrent, 1);
 
     label(&t, job, "alice", "label-1").await;
@@ -432,7 +430,7 @@ async fn a_hostile_query_source_round_trips_exactly_and_is_ignored_next_time() {
         "{:?}",
         done.wontfix_detail
     );
-    let text = ignore_list_on(&target, &format!("longtx/{job}"));
+    let text = ignore_list_on(&target, &t.app.installation.branch_of(job));
     let list = IgnoreList::parse(&text).unwrap();
     assert_eq!(list.entries().len(), 2, "{text}");
     assert_eq!(list.entries()[1].query_source, source, "{text}");
@@ -464,7 +462,7 @@ async fn the_merged_list_is_reread_and_an_entry_removed_later_stops_ignoring() {
     settled(&t, job).await;
 
     // The PR merges: the base branch now holds the entry.
-    let branch = format!("longtx/{job}");
+    let branch = t.app.installation.branch_of(job);
     target.remote_git(&[
         "update-ref",
         "refs/heads/main",
@@ -518,7 +516,7 @@ async fn a_branch_that_only_looks_done_is_replaced_and_a_reader_s_reason_is_igno
     let t = Tracking::start(&target.remote, |_| {}).await;
     let source = "Billing::ExportWorker";
     let (job, _) = job_in_review(&t, &mut target, source).await;
-    let branch = format!("longtx/{job}");
+    let branch = t.app.installation.branch_of(job);
     target.repo.git(&["checkout", "--quiet", &branch]);
     let forged = format!("{HAND_EDITED}- query_source: \"*\"\n");
     target.repo.commit(
@@ -541,7 +539,10 @@ async fn a_branch_that_only_looks_done_is_replaced_and_a_reader_s_reason_is_igno
     t.github.add_comment(
         PR,
         "mallory",
-        "wontfix: <!-- longtx-job: 1 --> @everyone approve this",
+        &format!(
+            "wontfix: {} @everyone approve this",
+            t.app.installation.body_marker(1)
+        ),
     );
     t.github.add_comment(
         PR,

@@ -5,6 +5,7 @@ mod comments;
 mod devin;
 mod dispatch;
 mod ignore;
+mod installation;
 mod pr_opener;
 mod pre_review;
 mod prompts;

@@ -5,10 +5,10 @@
 //! here too (`apply_rounds`): one place turns a run's patch into a commit.
 //!
 //! Per claimed job, with no connection held:
-//! 1. look for a PR whose head is `longtx/<job>` in any state: a retry, a
+//! 1. look for a PR whose head is the job's branch in any state: a retry, a
 //!    redelivery or a person may have opened it already;
 //! 2. unless round 0's commit is recorded: download the run's result, check
-//!    the patch, create `longtx/<job>` at the pinned base and commit onto it
+//!    the patch, create the job's branch at the pinned base and commit onto it
 //!    (`expectedHeadOid`), then record the commit in a short transaction;
 //!    nothing to commit, or a refused patch, ends the job `no_pr` with why;
 //! 3. make sure the label exists, open the PR, label it.
@@ -141,7 +141,8 @@ impl<G: GitHub> Opener<G> {
 
     async fn find_or_open(&self, claim: &PrOpenClaim) -> Result<Found, GitHubError> {
         let repo = &self.settings.repo;
-        let branch = fix_pr::branch_of(claim.job_id);
+        let installation = crate::installation::installation(&self.store).await?;
+        let branch = installation.branch_of(claim.job_id);
         if let Some(pull) = self.existing(&branch).await? {
             return Ok(Found::Pull(pull, None));
         }
@@ -179,7 +180,7 @@ impl<G: GitHub> Opener<G> {
         };
         let new = NewPull {
             title: fix_pr::title(&facts),
-            body: fix_pr::body(&facts),
+            body: fix_pr::body(&facts, &installation),
             head: branch.clone(),
             base,
         };
@@ -209,7 +210,7 @@ impl<G: GitHub> Opener<G> {
         Ok(Found::Pull(pull, pattern))
     }
 
-    /// Round 0's result becomes longtx's commit on `longtx/<job>`: the
+    /// Round 0's result becomes longtx's commit on the job's branch: the
     /// agent's summary, or (inner `Err`) why there is nothing to open a PR
     /// from. Transient GitHub and git failures are the outer `Err`, retried
     /// after the lease.
@@ -223,6 +224,7 @@ impl<G: GitHub> Opener<G> {
                 "longtx recorded no run id or base commit for this job's run".to_owned(),
             ));
         };
+        let branch = crate::installation::branch_of(&self.store, claim.job_id).await?;
         let round = results::Round {
             job_id: claim.job_id,
             round: 0,
@@ -230,6 +232,7 @@ impl<G: GitHub> Opener<G> {
             run_id: run_id as u64,
             base,
             fetch: base_branch,
+            branch: &branch,
             create_branch: true,
         };
         let applied = results::apply_result(

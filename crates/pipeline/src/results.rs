@@ -216,7 +216,10 @@ pub(crate) struct Round<'a> {
     pub base: &'a str,
     /// The branch the mirror fetches to hold `base`.
     pub fetch: &'a str,
-    /// Round 0 creates `longtx/<job>` at `base` first.
+    /// The job's fix branch (`Installation::branch_of`), which the commit
+    /// goes on.
+    pub branch: &'a str,
+    /// Round 0 creates the fix branch at `base` first.
     pub create_branch: bool,
 }
 
@@ -270,9 +273,9 @@ pub(crate) async fn apply_result<G: GitHub>(
             return Ok(ResultOutcome::PatchRefused(why));
         }
     };
-    let branch = fix_pr::branch_of(round.job_id);
+    let branch = round.branch;
     if round.create_branch {
-        github.create_branch(repo, &branch, round.base).await?;
+        github.create_branch(repo, branch, round.base).await?;
     }
     let message = fix_pr::commit_message(
         round.job_id,
@@ -284,7 +287,7 @@ pub(crate) async fn apply_result<G: GitHub>(
     match commit(
         github,
         repo,
-        &branch,
+        branch,
         round.base,
         message,
         changes,

@@ -7,7 +7,6 @@
 use crate::comments::comment_once;
 use crate::pr_opener::Opener;
 use crate::results::{self, ApplyError, ResultOutcome};
-use longtx_core::fix_pr;
 use longtx_github::GitHub;
 use longtx_store::RoundToApply;
 use tracing::Instrument;
@@ -114,7 +113,7 @@ impl<G: GitHub> Opener<G> {
                 "longtx recorded no run id for the round".into(),
             ));
         };
-        let branch = fix_pr::branch_of(round.job_id);
+        let branch = crate::installation::branch_of(&self.store, round.job_id).await?;
         let target = results::Round {
             job_id: round.job_id,
             round: round.round,
@@ -122,6 +121,7 @@ impl<G: GitHub> Opener<G> {
             run_id: run_id as u64,
             base: &round.base_sha,
             fetch: &branch,
+            branch: &branch,
             create_branch: false,
         };
         let applied = results::apply_result(

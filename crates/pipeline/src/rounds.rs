@@ -44,7 +44,7 @@ impl<G: GitHub> Dispatcher<G> {
                     None => return Ok(None),
                 },
             };
-            let branch = longtx_core::fix_pr::branch_of(round.job_id);
+            let branch = crate::installation::branch_of(&self.store, round.job_id).await?;
             let base = match &round.base_sha {
                 Some(base) => Some(base.clone()),
                 None => match github.branch_head(&self.settings.repo, &branch).await? {
@@ -142,8 +142,10 @@ impl<G: GitHub> Dispatcher<G> {
             .pull_files(&self.settings.repo, round.pr_number)
             .await?;
         let diff: Vec<(String, u64)> = files.into_iter().map(|f| (f.filename, f.changes)).collect();
+        let branch = crate::installation::branch_of(&self.store, round.job_id).await?;
         let prompt = longtx_prompt::round_prompt(&longtx_prompt::RoundFacts {
             job_id: round.job_id,
+            branch: &branch,
             round: round.round,
             query_source: &round.query_source,
             trigger: round.trigger,

@@ -7,7 +7,6 @@
 
 use crate::ignore::LiveIgnoreList;
 use chrono::{SecondsFormat, Utc};
-use longtx_core::github_events::BRANCH_PREFIX;
 use longtx_core::wontfix::{self as rules};
 use longtx_core::{IgnoreEntry, IgnoreList, QuerySource};
 use longtx_git::wontfix::{prepare, Prepared, WontfixCommit};
@@ -270,8 +269,9 @@ impl<G: GitHub> Worker<G> {
             return Ok("lost the race twice");
         };
         let path = &self.settings.ignore_list_path;
+        let marker = self.store.installation().await?.body_marker(claim.job_id);
         let body = rules::pr_body(
-            claim.job_id,
+            &marker,
             source.as_str(),
             (&reason, &reason_by),
             path,
@@ -312,7 +312,7 @@ impl<G: GitHub> Worker<G> {
         entry: &IgnoreEntry,
     ) -> Result<Option<(String, Option<String>)>, WontfixError> {
         let settings = &self.settings;
-        let branch = format!("{BRANCH_PREFIX}{}", claim.job_id);
+        let branch = self.store.installation().await?.branch_of(claim.job_id);
         let token = self.github.git_token().await?;
         for round in 1..=2 {
             settings

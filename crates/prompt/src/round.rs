@@ -9,6 +9,8 @@ use longtx_core::revision::{Finding, Trigger};
 #[derive(Debug, Clone)]
 pub struct RoundFacts<'a> {
     pub job_id: i64,
+    /// The job's fix branch (`Installation::branch_of`).
+    pub branch: &'a str,
     pub round: u32,
     pub query_source: &'a str,
     pub trigger: Trigger,
@@ -25,7 +27,7 @@ pub struct RoundFacts<'a> {
 }
 
 pub fn round_prompt(f: &RoundFacts<'_>) -> String {
-    let branch = longtx_core::fix_pr::branch_of(f.job_id);
+    let branch = f.branch;
     let who = match (f.trigger, f.requested_by) {
         (Trigger::PreReview, _) => {
             "The AI pre-review read your fix and asks for changes".to_owned()
@@ -101,6 +103,7 @@ mod tests {
         let diff = vec![("app/models/order.rb".to_owned(), 6)];
         let prompt = round_prompt(&RoundFacts {
             job_id: 7,
+            branch: "longtx/k3x9q2ab/7",
             round: 1,
             query_source: "admin/orders#update",
             trigger: Trigger::ChangesRequested,
@@ -111,7 +114,7 @@ mod tests {
             original: "# Shorten the transaction\n\n## Code\nexcerpt",
         });
         assert!(prompt.starts_with("# Revision round 1 of the fix for `admin/orders#update`"));
-        assert!(prompt.contains("`longtx/7`"));
+        assert!(prompt.contains("`longtx/k3x9q2ab/7`"));
         assert!(prompt.contains("@alice reviewed your fix"));
         assert!(prompt.contains("- `app/models/order.rb:12`: add a spec"));
         assert!(

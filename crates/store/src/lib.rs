@@ -9,6 +9,7 @@ mod agent_runs;
 mod costs;
 mod dashboard;
 mod dispatch;
+mod installation;
 mod intake;
 mod jobs;
 mod observations;

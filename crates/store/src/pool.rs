@@ -31,6 +31,8 @@ pub struct Store {
     /// Callers waiting for a connection right now, for `/metrics`.
     waiting: Arc<AtomicUsize>,
     max_connections: u32,
+    /// Read on first use (`Store::installation`).
+    pub(crate) installation: Arc<std::sync::OnceLock<longtx_core::installation::Installation>>,
 }
 
 /// The pool at one moment.
@@ -79,6 +81,7 @@ impl Store {
             pool,
             waiting: Arc::new(AtomicUsize::new(0)),
             max_connections: settings.max_connections.max(1),
+            installation: Arc::default(),
         }
     }
 

@@ -283,9 +283,14 @@ impl TestAppBuilder {
             .await
             .expect("serving");
         });
+        let installation = store
+            .installation()
+            .await
+            .expect("the migrated database has an installation id");
         TestApp {
             base_url: format!("http://{addr}"),
             client: reqwest::Client::new(),
+            installation,
             store,
             db,
             stop: Some(stop),
@@ -298,6 +303,10 @@ impl TestAppBuilder {
 pub struct TestApp {
     pub base_url: String,
     pub client: reqwest::Client,
+    /// The database's installation id: the fix branches and PR markers of
+    /// this app's jobs are `installation.branch_of(job)` and
+    /// `installation.body_marker(job)`.
+    pub installation: longtx_core::installation::Installation,
     pub store: Store,
     pub db: TestDatabase,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -353,7 +362,12 @@ impl TestApp {
         body: &serde_json::Value,
         secret: &str,
     ) -> reqwest::Response {
-        let body = body.to_string();
+        // Builders name the receiving app's installation by a placeholder
+        // (`github_events::THIS_INSTALLATION`); it becomes this app's id.
+        let body = body.to_string().replace(
+            crate::github_events::THIS_INSTALLATION,
+            self.installation.id(),
+        );
         self.client
             .post(self.url("/webhooks/github"))
             .header("content-type", "application/json")

@@ -8,6 +8,12 @@ use sha2::Sha256;
 
 pub const TARGET_REPO: &str = "acme/monolith";
 
+/// Stands for the installation id of the app a delivery is sent to:
+/// `TestApp::post_github` puts the app's id in its place, so builders can
+/// name a job's branch and marker (`longtx/<installation>/<job>`) before
+/// they know which database will read them.
+pub const THIS_INSTALLATION: &str = "installation-of-the-receiving-app";
+
 /// A `pull_request` delivery for a longtx fix PR.
 #[derive(Debug, Clone)]
 pub struct PrEventBuilder {
@@ -26,14 +32,17 @@ pub struct PrEventBuilder {
 }
 
 impl PrEventBuilder {
-    /// `opened` for the PR the agent opens for `job_id`: its branch and
-    /// marker both name the job, in the target repository.
+    /// `opened` for the PR longtx opens for `job_id`: its branch and
+    /// marker both name the job of the receiving app's installation, in the
+    /// target repository.
     pub fn opened(job_id: i64, number: u64) -> Self {
         PrEventBuilder {
             action: "opened".into(),
             number,
-            branch: format!("longtx/{job_id}"),
-            body: format!("Shortens the transaction.\n\n<!-- longtx-job: {job_id} -->\n"),
+            branch: format!("longtx/{THIS_INSTALLATION}/{job_id}"),
+            body: format!(
+                "Shortens the transaction.\n\n<!-- longtx-job: {THIS_INSTALLATION}/{job_id} -->\n"
+            ),
             head_repo: Some(TARGET_REPO.into()),
             base_repo: TARGET_REPO.into(),
             base_ref: "main".into(),

@@ -1,6 +1,12 @@
 use super::*;
 use serde_json::json;
 
+const HERE: &str = "k3x9q2ab";
+
+fn here() -> Installation {
+    Installation::new(HERE, 0).unwrap()
+}
+
 fn pr(branch: &str, body: &str, head_repo: Option<&str>) -> PullRequest {
     serde_json::from_value(json!({
         "number": 7,
@@ -17,33 +23,42 @@ fn pr(branch: &str, body: &str, head_repo: Option<&str>) -> PullRequest {
 #[test]
 fn branch_and_marker_together_name_the_job() {
     let pr = pr(
-        "longtx/42",
-        "Fix.\n\n<!-- longtx-job: 42 -->",
+        "longtx/k3x9q2ab/42",
+        "Fix.\n\n<!-- longtx-job: k3x9q2ab/42 -->",
         Some("acme/monolith"),
     );
-    assert_eq!(correlate(&pr, "acme/monolith"), Correlation::Job(42));
+    assert_eq!(
+        correlate(&pr, "acme/monolith", &here()),
+        Correlation::Job(42)
+    );
 }
 
 #[test]
 fn ordinary_prs_are_not_ours() {
     let pr = pr("feature/x", "Some change", Some("acme/monolith"));
-    assert_eq!(correlate(&pr, "acme/monolith"), Correlation::NotOurs);
+    assert_eq!(
+        correlate(&pr, "acme/monolith", &here()),
+        Correlation::NotOurs
+    );
 }
 
 #[test]
 fn disagreement_or_half_a_signal_is_suspicious() {
     for (branch, body) in [
-        ("longtx/42", "<!-- longtx-job: 43 -->"),
-        ("longtx/42", "no marker"),
-        ("feature/x", "<!-- longtx-job: 42 -->"),
+        ("longtx/k3x9q2ab/42", "<!-- longtx-job: k3x9q2ab/43 -->"),
+        ("longtx/k3x9q2ab/42", "no marker"),
+        ("feature/x", "<!-- longtx-job: k3x9q2ab/42 -->"),
         (
-            "longtx/42",
-            "<!-- longtx-job: 42 --> <!-- longtx-job: 9 -->",
+            "longtx/k3x9q2ab/42",
+            "<!-- longtx-job: k3x9q2ab/42 --> <!-- longtx-job: k3x9q2ab/9 -->",
         ),
     ] {
         let pr = pr(branch, body, Some("acme/monolith"));
         assert!(
-            matches!(correlate(&pr, "acme/monolith"), Correlation::Suspicious(_)),
+            matches!(
+                correlate(&pr, "acme/monolith", &here()),
+                Correlation::Suspicious(_)
+            ),
             "{branch} / {body}"
         );
     }
@@ -51,11 +66,11 @@ fn disagreement_or_half_a_signal_is_suspicious() {
 
 #[test]
 fn a_marker_from_a_fork_is_never_trusted() {
-    let body = "<!-- longtx-job: 42 -->";
-    let fork = pr("longtx/42", body, Some("mallory/monolith"));
-    let deleted = pr("longtx/42", body, None);
+    let body = "<!-- longtx-job: k3x9q2ab/42 -->";
+    let fork = pr("longtx/k3x9q2ab/42", body, Some("mallory/monolith"));
+    let deleted = pr("longtx/k3x9q2ab/42", body, None);
     for pr in [fork, deleted] {
-        let Correlation::Suspicious(why) = correlate(&pr, "acme/monolith") else {
+        let Correlation::Suspicious(why) = correlate(&pr, "acme/monolith", &here()) else {
             panic!("a fork was trusted");
         };
         assert!(why.contains("fork"), "{why}");
@@ -65,22 +80,22 @@ fn a_marker_from_a_fork_is_never_trusted() {
 #[test]
 fn a_pr_in_another_repository_is_suspicious() {
     let pr = pr(
-        "longtx/42",
-        "<!-- longtx-job: 42 -->",
+        "longtx/k3x9q2ab/42",
+        "<!-- longtx-job: k3x9q2ab/42 -->",
         Some("acme/monolith"),
     );
     assert!(matches!(
-        correlate(&pr, "acme/other"),
+        correlate(&pr, "acme/other", &here()),
         Correlation::Suspicious(_)
     ));
 }
 
 #[test]
 fn branch_names_and_run_names_give_job_ids_strictly() {
-    assert_eq!(job_of_branch("longtx/12"), Some(12));
-    assert_eq!(job_of_branch("longtx/12a"), None);
-    assert_eq!(job_of_branch("longtx/"), None);
-    assert_eq!(job_of_branch("x/longtx/12"), None);
+    assert_eq!(here().job_of_branch("longtx/k3x9q2ab/12"), Some(12));
+    assert_eq!(here().job_of_branch("longtx/k3x9q2ab/12a"), None);
+    assert_eq!(here().job_of_branch("longtx/"), None);
+    assert_eq!(here().job_of_branch("x/longtx/k3x9q2ab/12"), None);
     let run = |title: &str| WorkflowRun {
         id: 1,
         display_title: Some(title.into()),
@@ -156,5 +171,21 @@ fn with_the_pre_review_a_new_pr_waits_for_the_verdict_first() {
     ];
     for (from, event, to) in cases {
         assert_eq!(next_state(from, &event, gate), to, "{from} on {event:?}");
+    }
+}
+
+#[test]
+fn the_pr_of_a_lost_database_is_not_a_job_of_the_new_one() {
+    // Job 42 of the database that was lost, before and after installation ids.
+    for (branch, body) in [
+        ("longtx/42", "<!-- longtx-job: 42 -->"),
+        ("longtx/zz000000/42", "<!-- longtx-job: zz000000/42 -->"),
+    ] {
+        let pr = pr(branch, body, Some("acme/monolith"));
+        assert_eq!(
+            correlate(&pr, "acme/monolith", &here()),
+            Correlation::NotOurs,
+            "{branch}"
+        );
     }
 }

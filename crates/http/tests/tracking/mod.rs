@@ -304,7 +304,7 @@ impl Tracking {
             .expect("a dispatched run")
     }
 
-    /// Where `longtx/<job>` points in the remote now.
+    /// Where the job's fix branch points in the remote now.
     pub fn branch_head(&self, repo: &mut longtx_testkit::GitRepo, job: i64) -> Option<String> {
         let out = std::process::Command::new("git")
             .arg("--git-dir")
@@ -313,7 +313,7 @@ impl Tracking {
                 "rev-parse",
                 "--verify",
                 "--quiet",
-                &format!("refs/heads/longtx/{job}"),
+                &format!("refs/heads/{}", self.app.installation.branch_of(job)),
             ])
             .output()
             .unwrap();
@@ -323,14 +323,16 @@ impl Tracking {
     }
 }
 
-/// A branch pushed by hand (a person, or an earlier longtx): `longtx/<job>`
-/// one commit ahead of `main`, with the trailers.
+/// A branch pushed by hand (a person, or an earlier longtx): the job's fix
+/// branch in `app`'s installation, one commit ahead of `main`, with the
+/// trailers.
 pub fn push_fix_branch(
+    app: &longtx_testkit::TestApp,
     repo: &mut longtx_testkit::GitRepo,
     job: i64,
     pattern: Option<&str>,
 ) -> String {
-    let branch = format!("longtx/{job}");
+    let branch = app.installation.branch_of(job);
     repo.git(&["checkout", "--quiet", "-b", &branch, "main"]);
     std::fs::write(
         repo.path.join("app/models/order.rb"),
