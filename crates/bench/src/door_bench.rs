@@ -107,6 +107,10 @@ impl Service {
         let child = Command::new(binary)
             .arg("serve")
             .env_remove("DATABASE_URL")
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("LONGTX_GITHUB_TOKEN")
+            .env_remove("LONGTX_GITHUB_APP_ID")
+            .env_remove("LONGTX_CONFIG")
             .env("LONGTX_LISTEN", format!("127.0.0.1:{port}"))
             .env("LONGTX_DATA_DIR", &data)
             .env("LONGTX_WEBHOOK_TOKEN", TOKEN)
@@ -127,7 +131,7 @@ impl Service {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let up = client
-                .get(format!("http://{}/healthz", service.base))
+                .get(format!("http://{}/readyz", service.base))
                 .send()
                 .await
                 .is_ok_and(|r| r.status().is_success());
@@ -135,7 +139,7 @@ impl Service {
                 return Ok(service);
             }
             if Instant::now() > deadline {
-                bail!("longtx serve did not answer /healthz within 120 s");
+                bail!("longtx serve was not ready (/readyz) within 120 s");
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
