@@ -130,7 +130,7 @@ mod tests {
     /// it, applies to the base and yields whole files.
     #[test]
     fn a_binary_patch_from_git_applies_onto_its_base() {
-        let dir = std::env::temp_dir().join(format!("longtx-patch-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("longtx-tmp-patch-{}-0", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("app")).unwrap();
         git(&dir, &["init", "--quiet"]);
@@ -168,7 +168,8 @@ mod tests {
     }
 
     fn repo_missing() -> Repository {
-        let dir = std::env::temp_dir().join(format!("longtx-patch-empty-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("longtx-tmp-patch-empty-{}-0", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         Repository::init_bare(&dir).unwrap()
     }

@@ -27,7 +27,7 @@ fn as_of() -> DateTime<Utc> {
 impl Repo {
     fn new() -> Repo {
         let path = std::env::temp_dir().join(format!(
-            "longtx-history-{}-{}",
+            "longtx-tmp-history-{}-{}",
             std::process::id(),
             rand_suffix()
         ));

@@ -168,7 +168,7 @@ mod tests {
     /// upload-artifact's zip library writes them) reads too.
     #[test]
     fn a_zip_made_by_python_reads() {
-        let dir = std::env::temp_dir().join(format!("longtx-zip-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("longtx-tmp-zip-{}-0", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("a.zip");
         let made = std::process::Command::new("python3")

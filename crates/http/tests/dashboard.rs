@@ -208,10 +208,8 @@ async fn chromium(url: &str, args: &[String]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("longtx-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn tempdir(name: &str) -> longtx_testkit::TempDir {
+    longtx_testkit::TempDir::new(name)
 }
 
 /// Width and height from a PNG's IHDR chunk.

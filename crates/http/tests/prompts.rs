@@ -19,8 +19,8 @@ fn sources(template: PathBuf, repo: Option<PathBuf>) -> PromptSources {
     }
 }
 
-fn checkout() -> PathBuf {
-    let root = std::env::temp_dir().join(format!("longtx-http-prompt-repo-{}", std::process::id()));
+fn checkout() -> longtx_testkit::TempDir {
+    let root = longtx_testkit::TempDir::new("http-prompt-repo");
     let file = root.join("app/workers/mailer_worker.rb");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, "class MailerWorker\n  def perform(id)\n    User.transaction do\n      UserMailer.hello(id).deliver_now\n    end\n  end\nend\n").unwrap();
@@ -41,10 +41,11 @@ async fn create_job(app: &TestApp, source: &str) -> i64 {
 
 #[tokio::test]
 async fn a_created_job_gets_a_stored_prompt_with_its_revision() {
+    let checkout = checkout();
     let app = TestApp::builder()
         .prompts(sources(
             shipped_patterns().join("_prompt.md.tera"),
-            Some(checkout()),
+            Some(checkout.to_path_buf()),
         ))
         .spawn()
         .await;
@@ -80,8 +81,7 @@ async fn a_created_job_gets_a_stored_prompt_with_its_revision() {
 
 #[tokio::test]
 async fn a_broken_template_is_recorded_on_the_job_and_the_service_keeps_going() {
-    let dir = std::env::temp_dir().join(format!("longtx-broken-template-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = longtx_testkit::TempDir::new("broken-template");
     let template = dir.join("_prompt.md.tera");
     std::fs::write(&template, "{% for x in %}broken").unwrap();
     let app = TestApp::builder()

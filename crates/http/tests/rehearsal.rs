@@ -449,10 +449,7 @@ fn flag_values(args: &str, flag: &str) -> Vec<String> {
 }
 
 fn temp(name: &str) -> TempDir {
-    let dir = std::env::temp_dir().join(format!("longtx-rehearsal-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    TempDir(dir)
+    TempDir::new(&format!("rehearsal-{name}"))
 }
 
 /// The newest run dispatched for `workflow`: its id and inputs, with
@@ -487,8 +484,8 @@ fn rehearsal(
     actor: &str,
     dirs: &TempDir,
 ) -> Rehearsal {
-    let workspace = dirs.0.join("workspace");
-    let runner_temp = dirs.0.join("runner-temp");
+    let workspace = dirs.join("workspace");
+    let runner_temp = dirs.join("runner-temp");
     std::fs::create_dir_all(&workspace).unwrap();
     std::fs::create_dir_all(&runner_temp).unwrap();
     Rehearsal {
@@ -590,7 +587,7 @@ async fn the_run_holds_no_power_and_leaks_nothing(
         "no write permission: {:?}",
         report.permissions
     );
-    let config = std::fs::read_to_string(dirs.0.join("workspace/.git/config")).unwrap();
+    let config = std::fs::read_to_string(dirs.join("workspace/.git/config")).unwrap();
     assert!(
         !config.contains("extraheader"),
         "checkout left credentials: {config}"
@@ -723,7 +720,7 @@ async fn rounds_0_and_1(template: &str, name: &str) -> (Tracking, i64, Vec<Stand
     let actions_token = r.github.token.clone();
     let (report, actions) = run(r, &t, &mut repo).await;
     the_run_holds_no_power_and_leaks_nothing(&report, &actions_token, &job_token, &t, &dirs).await;
-    let prompt = std::fs::read_to_string(dirs.0.join("runner-temp/longtx/prompt.md")).unwrap();
+    let prompt = std::fs::read_to_string(dirs.join("runner-temp/longtx/prompt.md")).unwrap();
     assert!(
         prompt.contains("> Add a spec that the warehouse hears after commit."),
         "{prompt}"

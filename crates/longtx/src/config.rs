@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod check;
 mod review;
 pub use review::ReviewConfig;
 
@@ -793,8 +794,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let dir = std::env::temp_dir().join(format!("longtx-config-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = longtx_testkit::TempDir::new("config-test");
         let path = file.map(|text| {
             let p = dir.join(format!("{}.toml", text.len()));
             std::fs::write(&p, text).unwrap();
@@ -878,8 +878,7 @@ mod tests {
                 && !shown.contains("pw@"),
             "{shown}"
         );
-        let dir = std::env::temp_dir().join(format!("longtx-secret-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = longtx_testkit::TempDir::new("secret");
         let token_file = dir.join("token");
         std::fs::write(&token_file, "from-a-file\n").unwrap();
         let path = token_file.to_str().unwrap();
@@ -947,8 +946,7 @@ mod tests {
                 "{err}"
             );
         }
-        let dir = std::env::temp_dir().join(format!("longtx-blank-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = longtx_testkit::TempDir::new("blank");
         let secret = dir.join("token");
         std::fs::write(&secret, "  \n").unwrap();
         let err = load(

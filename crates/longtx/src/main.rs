@@ -181,9 +181,14 @@ enum IgnoreCommand {
 #[derive(Debug, Subcommand)]
 enum ConfigCommand {
     /// Print the effective configuration (environment, `*_FILE` secrets
-    /// and longtx.toml combined), secrets shown only as set or unset; exit 1
-    /// with the offending key when it is invalid.
-    Check,
+    /// and longtx.toml combined) as a table, secrets shown only as set or
+    /// unset, then run every check `serve` makes before it starts: "valid"
+    /// only when `serve` would start; exit 1 naming each offending key.
+    Check {
+        /// One JSON object: `valid`, `settings`, `problems`.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -220,10 +225,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .context("configuration")?;
     match cli.command {
         Command::Config {
-            command: ConfigCommand::Check,
+            command: ConfigCommand::Check { json },
         } => {
-            println!("{config:#?}");
-            println!("configuration is valid");
+            let problems = if json {
+                let (report, problems) = config::check::report_json(&config);
+                println!("{report:#}");
+                problems
+            } else {
+                let (report, problems) = config::check::report(&config);
+                print!("{report}");
+                problems
+            };
+            if !problems.is_empty() {
+                std::process::exit(1);
+            }
             return Ok(());
         }
         Command::Patterns {

@@ -11,12 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub async fn serve(config: Config) -> anyhow::Result<()> {
-    if config.webhook_token.is_none() && !config.listen.ip().is_loopback() {
-        bail!(
-            "refusing to listen on {} without LONGTX_WEBHOOK_TOKEN: anyone who can reach it could create jobs; \
-             set a token or listen on 127.0.0.1",
-            config.listen
-        );
+    // The same checks as `longtx config check`, so one never passes what
+    // the other refuses.
+    if let Some(problem) = crate::config::check::problems(&config).into_iter().next() {
+        bail!("refusing to start: {problem} (`longtx config check` lists every problem)");
     }
     let ignore_list = load_ignore_list(&config.ignore_list)?;
     // Bind before starting the database so a taken port fails fast.
@@ -246,17 +244,25 @@ async fn start_dispatcher(
 }
 
 pub(crate) fn load_ignore_list(path: &Path) -> anyhow::Result<IgnoreList> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
-            let list = IgnoreList::parse(&text)
-                .with_context(|| format!("ignore list {}", path.display()))?;
+    match read_ignore_list(path)? {
+        Some(list) => {
             tracing::info!(path = %path.display(), entries = list.entries().len(), "ignore list loaded");
             Ok(list)
         }
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+        None => {
             tracing::info!(path = %path.display(), "no ignore list file; nothing is ignored");
             Ok(IgnoreList::default())
         }
+    }
+}
+
+/// The ignore list at `path`, `None` when there is no such file.
+pub(crate) fn read_ignore_list(path: &Path) -> anyhow::Result<Option<IgnoreList>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => IgnoreList::parse(&text)
+            .map(Some)
+            .with_context(|| format!("ignore list {}", path.display())),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(err) => Err(err).with_context(|| format!("reading the ignore list {}", path.display())),
     }
 }

@@ -184,8 +184,7 @@ async fn serve_runs_the_collector_when_configured_and_adds_its_gauges_to_metrics
     .await
     .unwrap();
     let port = free_port();
-    let dir = std::env::temp_dir().join(format!("longtx-collect-serve-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = longtx_testkit::TempDir::new("collect-serve");
     let _serve = Collect(
         Command::new(env!("CARGO_BIN_EXE_longtx"))
             .arg("serve")

@@ -5,7 +5,7 @@
 use longtx_testkit::payloads::{AmAlert, AmWebhook};
 use serde_json::Value;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,11 +17,8 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("longtx-bin-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> longtx_testkit::TempDir {
+    longtx_testkit::TempDir::new(&format!("bin-test-{name}"))
 }
 
 fn start(data_dir: &Path, port: u16, extra_env: &[(&str, &str)]) -> Child {

@@ -19,11 +19,30 @@ fn longtx(args: &[&str]) -> (bool, String) {
     (output.status.success(), text)
 }
 
-fn file(name: &str, text: &str) -> PathBuf {
-    let path =
-        std::env::temp_dir().join(format!("longtx-ignore-{}-{name}.yaml", std::process::id()));
+/// A file `name.yaml` holding `text`, in a folder removed when dropped.
+struct ListFile {
+    _dir: longtx_testkit::TempDir,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for ListFile {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for ListFile {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn file(name: &str, text: &str) -> ListFile {
+    let dir = longtx_testkit::TempDir::new("ignore");
+    let path = dir.join(format!("{name}.yaml"));
     std::fs::write(&path, text).unwrap();
-    path
+    ListFile { _dir: dir, path }
 }
 
 fn s(path: &Path) -> &str {

@@ -39,9 +39,7 @@ fn the_shipped_catalogue_lints_clean() {
 
 #[test]
 fn a_broken_catalogue_fails_with_file_and_line() {
-    let dir = std::env::temp_dir().join(format!("longtx-broken-catalogue-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = longtx_testkit::TempDir::new("broken-catalogue");
     let good =
         std::fs::read_to_string(repo_root().join("patterns/side-effects-after-commit.md")).unwrap();
     // Lose the Effect section and link to a file that is not there.

@@ -65,9 +65,7 @@ async fn the_first_example_gives_what_readme_shows_at_human_speed() {
         .local_addr()
         .unwrap()
         .port();
-    let dir = std::env::temp_dir().join(format!("longtx-readme-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = longtx_testkit::TempDir::new("readme");
     let mut child = Command::new(env!("CARGO_BIN_EXE_longtx"))
         .arg("serve")
         // As README runs it: from the checkout, where `patterns/` is.

@@ -20,7 +20,8 @@ fn shipped_catalogue() -> Catalogue {
 /// A tiny Rails app: a namespaced controller, workers in two places, a job
 /// with a custom inflection, and nested rake namespaces.
 fn rails_tree(name: &str) -> PathBuf {
-    let root = std::env::temp_dir().join(format!("longtx-rails-{name}-{}", std::process::id()));
+    let root =
+        std::env::temp_dir().join(format!("longtx-tmp-rails-{name}-{}-0", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let files = [
         (
@@ -136,7 +137,7 @@ fn a_source_can_never_name_a_file_outside_the_checkout() {
     let outside = repo
         .parent()
         .unwrap()
-        .join(format!("longtx-secret-{}", std::process::id()));
+        .join(format!("longtx-tmp-secret-{}-0", std::process::id()));
     std::fs::create_dir_all(outside.join("app/controllers")).unwrap();
     std::fs::write(
         outside.join("app/controllers/x_controller.rb"),
@@ -348,8 +349,10 @@ fn a_previous_rejection_is_in_the_next_prompt_and_absent_otherwise() {
 /// un-namespaced controller tags, jobs outside the usual folders, compact
 /// class names, one-line and endless methods.
 fn real_world_tree(name: &str) -> PathBuf {
-    let root =
-        std::env::temp_dir().join(format!("longtx-rails-real-{name}-{}", std::process::id()));
+    let root = std::env::temp_dir().join(format!(
+        "longtx-tmp-rails-real-{name}-{}-0",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&root);
     let files = [
         ("app/controllers/application_controller.rb", "class ApplicationController < ActionController::Base\nend\n"),
@@ -496,7 +499,7 @@ fn only_matching_patterns_are_printed_in_full_under_the_prompt_s_own_headings() 
 
 #[test]
 fn rake_tasks_in_every_form_and_past_a_heredoc() {
-    let root = std::env::temp_dir().join(format!("longtx-rake-forms-{}", std::process::id()));
+    let root = std::env::temp_dir().join(format!("longtx-tmp-rake-forms-{}-0", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(root.join("lib/tasks")).unwrap();
     std::fs::write(
@@ -521,7 +524,8 @@ fn rake_tasks_in_every_form_and_past_a_heredoc() {
 
 #[test]
 fn the_prompt_names_the_tables_models_and_the_calls_one_level_deep() {
-    let root = std::env::temp_dir().join(format!("longtx-rails-context-{}", std::process::id()));
+    let root =
+        std::env::temp_dir().join(format!("longtx-tmp-rails-context-{}-0", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let files = [
         (
@@ -578,7 +582,10 @@ fn the_prompt_names_the_tables_models_and_the_calls_one_level_deep() {
 /// table. The prompt names them, and they rank the HTTP pattern first.
 #[test]
 fn callbacks_and_validations_of_the_alerted_model_are_named_and_ranked() {
-    let root = std::env::temp_dir().join(format!("longtx-rails-callbacks-{}", std::process::id()));
+    let root = std::env::temp_dir().join(format!(
+        "longtx-tmp-rails-callbacks-{}-0",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&root);
     let files = [
         (
@@ -648,7 +655,8 @@ fn a_job_handing_its_record_to_the_model_names_the_models_method() {
 
 /// The "Around it" section of the prompt `files` give for `source`.
 fn around_it(name: &str, files: &[(&str, &str)], source: &str, tables: &[&str]) -> String {
-    let root = std::env::temp_dir().join(format!("longtx-rails-{name}-{}", std::process::id()));
+    let root =
+        std::env::temp_dir().join(format!("longtx-tmp-rails-{name}-{}-0", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let sources = app_sources(&root, files);
     let mut job = facts(source);

@@ -33,7 +33,7 @@ pub fn patch_over(remote: &Path, base_ref: &str, files: &[(&str, &str)]) -> (Str
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let dir = std::env::temp_dir().join(format!(
-        "longtx-agent-{}-{}",
+        "longtx-tmp-agent-{}-{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));

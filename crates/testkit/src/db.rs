@@ -6,11 +6,88 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
-/// A database of its own for one test, migrated and empty.
+/// A database of its own for one test, migrated and empty. It is dropped
+/// when the last clone goes, also when the test fails (the unwinding drops
+/// it); databases of test processes that were killed are dropped by the
+/// next process that starts the server, so the server's size stays bounded
+/// across runs.
 #[derive(Debug, Clone)]
 pub struct TestDatabase {
     pub name: String,
     pub options: PgConnectOptions,
+    _dropped_with: std::sync::Arc<DropOnLastClone>,
+}
+
+/// Drops the database when the last `TestDatabase` clone is dropped.
+#[derive(Debug)]
+struct DropOnLastClone {
+    server: PgConnectOptions,
+    name: String,
+}
+
+impl Drop for DropOnLastClone {
+    fn drop(&mut self) {
+        let (server, name) = (self.server.clone(), self.name.clone());
+        // Its own thread and runtime: this may run inside a test's runtime,
+        // which cannot block on itself. FORCE ends the connections the
+        // test's pools still hold.
+        let dropped = std::thread::spawn(move || {
+            on_own_runtime(
+                async move { drop_databases(&server, std::slice::from_ref(&name)).await },
+            )
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            eprintln!("testkit: could not drop test database {}", self.name);
+        }
+    }
+}
+
+fn on_own_runtime<T>(work: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime for the test database's housekeeping")
+        .block_on(work)
+}
+
+async fn drop_databases(server: &PgConnectOptions, names: &[String]) -> Result<(), sqlx::Error> {
+    let mut admin = server.clone().disable_statement_logging().connect().await?;
+    for name in names {
+        sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+            .execute(&mut admin)
+            .await?;
+    }
+    admin.close().await
+}
+
+/// Drops the test databases of processes that are gone (killed before
+/// their databases were dropped). The process id is the name's third part.
+fn sweep_abandoned(server: &PgConnectOptions) {
+    let server = server.clone();
+    let swept = std::thread::spawn(move || {
+        on_own_runtime(async move {
+            let mut admin = server.clone().disable_statement_logging().connect().await?;
+            let names: Vec<String> = sqlx::query_scalar(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'longtx\\_test\\_%'",
+            )
+            .fetch_all(&mut admin)
+            .await?;
+            admin.close().await?;
+            let abandoned: Vec<String> = names
+                .into_iter()
+                .filter(|name| {
+                    let pid = name.split('_').nth(2).and_then(|p| p.parse::<u32>().ok());
+                    pid.is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+                })
+                .collect();
+            drop_databases(&server, &abandoned).await
+        })
+    })
+    .join();
+    if !matches!(swept, Ok(Ok(()))) {
+        eprintln!("testkit: could not sweep abandoned test databases");
+    }
 }
 
 static SERVER: OnceLock<PgConnectOptions> = OnceLock::new();
@@ -21,8 +98,10 @@ fn server() -> PgConnectOptions {
     SERVER
         .get_or_init(|| {
             if let Ok(url) = std::env::var("LONGTX_TEST_DATABASE_URL") {
-                return PgConnectOptions::from_str(&url)
+                let server = PgConnectOptions::from_str(&url)
                     .expect("LONGTX_TEST_DATABASE_URL is a postgres URL");
+                sweep_abandoned(&server);
+                return server;
             }
             let euid = unsafe { libc::geteuid() };
             let root = std::env::temp_dir().join(format!("longtx-test-pg-{euid}"));
@@ -40,11 +119,13 @@ fn server() -> PgConnectOptions {
             };
             let pg = EmbeddedPostgres::start(&root, &options)
                 .unwrap_or_else(|e| panic!("test PostgreSQL: {e}"));
-            PgConnectOptions::new()
+            let server = PgConnectOptions::new()
                 .host(&pg.socket_dir().display().to_string())
                 .port(pg.port())
                 .username(pg.user())
-                .database("postgres")
+                .database("postgres");
+            sweep_abandoned(&server);
+            server
         })
         .clone()
 }
@@ -82,7 +163,11 @@ impl TestDatabase {
             .expect("creating the test database");
         admin.close().await.ok();
         let db = TestDatabase {
-            options: server.database(&name),
+            options: server.clone().database(&name),
+            _dropped_with: std::sync::Arc::new(DropOnLastClone {
+                server: server.clone(),
+                name: name.clone(),
+            }),
             name,
         };
         db.store(&PoolSettings::default())

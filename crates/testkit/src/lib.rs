@@ -18,6 +18,7 @@ mod fake_github;
 mod git_repo;
 pub mod github_events;
 pub mod payloads;
+mod temp_dir;
 pub mod workflow_runner;
 
 pub use app::{TestApp, TestAppBuilder, GITHUB_REPO};
@@ -31,6 +32,7 @@ pub use futures_util::future::join_all;
 pub use git_repo::{history_now, GitRepo};
 /// Re-exported so tests can read tables without their own dependency.
 pub use sqlx;
+pub use temp_dir::TempDir;
 
 /// The path of a file under this crate's `fixtures/`.
 pub fn fixture(name: &str) -> std::path::PathBuf {

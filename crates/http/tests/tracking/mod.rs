@@ -10,7 +10,6 @@ use longtx_pipeline::{ReviewSettings, WontfixSettings};
 use longtx_store::JobRow;
 use longtx_testkit::payloads::{AmAlert, AmWebhook};
 use longtx_testkit::{dispatch_settings, shipped_prompt_sources, FakeGitHub, TestApp};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub const SECRET: &str = "it's-a-secret-to-everybody";
@@ -21,13 +20,7 @@ pub struct Tracking {
     _mirror_dir: TempDir,
 }
 
-pub struct TempDir(pub PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use longtx_testkit::TempDir;
 
 impl Tracking {
     /// `remote` is the bare repository the mirror fetches; `change` adjusts
@@ -84,12 +77,7 @@ impl Tracking {
             .await
             .with_remote(remote)
             .with_shipped_workflows();
-        let mirror_dir = std::env::temp_dir().join(format!(
-            "longtx-mirror-{}-{}",
-            std::process::id(),
-            remote.file_name().unwrap().to_string_lossy()
-        ));
-        std::fs::create_dir_all(&mirror_dir).unwrap();
+        let mirror_dir = TempDir::new("mirror");
         let mut settings = longtx_testkit::review_settings(remote, &mirror_dir);
         change(&mut settings);
         let mut wontfix = longtx_testkit::wontfix_settings(remote, &mirror_dir);
@@ -133,7 +121,7 @@ impl Tracking {
         Tracking {
             app,
             github,
-            _mirror_dir: TempDir(mirror_dir),
+            _mirror_dir: mirror_dir,
         }
     }
 

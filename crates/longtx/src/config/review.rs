@@ -55,7 +55,7 @@ impl fmt::Debug for ReviewConfig {
 
 /// A clone URL may carry `user:token@` (or a token as the user); parsed
 /// as a URL, any credentials are replaced. A local path is shown as is.
-fn redact_url(text: &str) -> String {
+pub(super) fn redact_url(text: &str) -> String {
     match url::Url::parse(text) {
         Ok(url) if !url.username().is_empty() || url.password().is_some() => {
             let mut bare = url.clone();

@@ -187,7 +187,7 @@ async fn graphql(
         );
     }
     let index = std::env::temp_dir().join(format!(
-        "longtx-fake-index-{}-{}",
+        "longtx-tmp-fake-index-{}-{}",
         std::process::id(),
         inner.lock().unwrap().api_commits.len()
     ));

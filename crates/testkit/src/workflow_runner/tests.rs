@@ -25,7 +25,9 @@ fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 fn fixture(tag: &str, yaml: &str) -> Rehearsal {
     static N: AtomicUsize = AtomicUsize::new(0);
     let n = N.fetch_add(1, Ordering::SeqCst);
-    let root = std::env::temp_dir().join(format!("wfr-{}-{tag}-{n}", std::process::id()));
+    // Under the sweep's name pattern: removed by the next run if left.
+    let root =
+        std::env::temp_dir().join(format!("longtx-tmp-wfr-{tag}-{}-{n}", std::process::id()));
     let _ = fs::remove_dir_all(&root);
     fs::create_dir_all(root.join("ws")).unwrap();
     fs::create_dir_all(root.join("tmp")).unwrap();

@@ -1,0 +1,272 @@
+//! `longtx config check`: the effective settings as a table (or JSON), and
+//! every check `serve` makes before it starts, so "valid" means `serve`
+//! would start with this configuration. `serve` runs the same
+//! [`problems`] and refuses on the first.
+
+use super::Config;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// One setting as `config check` shows it; secrets only as set or unset.
+#[derive(Debug, serde::Serialize)]
+pub struct Shown {
+    pub key: &'static str,
+    pub value: String,
+}
+
+/// A setting `serve` would refuse, with what to do about it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Problem {
+    pub key: &'static str,
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.key, self.message)
+    }
+}
+
+fn secret(v: &Option<String>) -> String {
+    if v.is_some() { "<set>" } else { "<unset>" }.to_owned()
+}
+
+fn or_unset<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map_or_else(|| "<unset>".to_owned(), ToString::to_string)
+}
+
+/// As the settings are written: `7d`, `2h`, `90s`, `250ms`.
+fn duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    if d.subsec_nanos() != 0 || secs == 0 {
+        return format!("{}ms", d.as_millis());
+    }
+    for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60)] {
+        if secs.is_multiple_of(size) {
+            return format!("{}{unit}", secs / size);
+        }
+    }
+    format!("{secs}s")
+}
+
+/// Every setting with its effective value.
+pub fn shown(c: &Config) -> Vec<Shown> {
+    let gh = &c.github;
+    let r = &c.reviews;
+    let rows: Vec<(&'static str, String)> = vec![
+        ("DATABASE_URL", secret(&c.database_url)),
+        ("LONGTX_LISTEN", c.listen.to_string()),
+        ("LONGTX_DATA_DIR", c.data_dir.display().to_string()),
+        ("LONGTX_WEBHOOK_TOKEN", secret(&c.webhook_token)),
+        ("LONGTX_DASHBOARD_TOKEN", secret(&c.dashboard_token)),
+        ("LONGTX_THRESHOLD_SECONDS", c.threshold_seconds.to_string()),
+        (
+            "LONGTX_TABLE_THRESHOLDS",
+            c.table_thresholds
+                .iter()
+                .map(|(t, s)| format!("{t}={s}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        ("LONGTX_EXCLUDE", c.exclude.join(",")),
+        ("LONGTX_IGNORE_LIST", c.ignore_list.display().to_string()),
+        (
+            "LONGTX_DB_MAX_CONNECTIONS",
+            c.db_max_connections.to_string(),
+        ),
+        ("LONGTX_DB_ACQUIRE_TIMEOUT", duration(c.db_acquire_timeout)),
+        ("LONGTX_COOLDOWN", duration(c.cooldown)),
+        ("LONGTX_DEPLOY_GRACE", duration(c.deploy_grace)),
+        ("LONGTX_VERIFY_WINDOW", duration(c.verify_window)),
+        ("LONGTX_ALERT_RETENTION", duration(c.alert_retention)),
+        (
+            "LONGTX_COLLECT_DSN",
+            if c.collect_dsn.is_some() {
+                "<set>"
+            } else {
+                "<unset>"
+            }
+            .to_owned(),
+        ),
+        ("LONGTX_COLLECT_INTERVAL", duration(c.collect_interval)),
+        ("LONGTX_PATTERNS_DIR", c.patterns_dir.display().to_string()),
+        (
+            "LONGTX_PROMPT_TEMPLATE",
+            c.prompt_template.display().to_string(),
+        ),
+        (
+            "LONGTX_REPO_PATH",
+            or_unset(&c.repo_path.as_ref().map(|p| p.display())),
+        ),
+        (
+            "LONGTX_PROMPT_BUDGET_BYTES",
+            c.prompt_budget_bytes.to_string(),
+        ),
+        (
+            "GitHub credentials",
+            match &gh.credentials {
+                None => "<unset> (dry run)".to_owned(),
+                Some(longtx_github::Credentials::Token(_)) => "<set> (token)".to_owned(),
+                Some(longtx_github::Credentials::App { app_id, .. }) => {
+                    format!("<set> (GitHub App {app_id})")
+                }
+            },
+        ),
+        ("LONGTX_GITHUB_API_URL", gh.api_url.clone()),
+        ("LONGTX_GITHUB_REPO", or_unset(&gh.repo)),
+        ("LONGTX_WORKFLOW", gh.workflow.clone()),
+        ("LONGTX_WORKFLOW_REF", or_unset(&gh.workflow_ref)),
+        (
+            "LONGTX_MAX_DISPATCHES_PER_DAY",
+            gh.max_dispatches_per_day.to_string(),
+        ),
+        ("LONGTX_MAX_RUNNING", gh.max_running.to_string()),
+        ("LONGTX_MAX_COST_PER_DAY", or_unset(&gh.max_cost_per_day)),
+        ("LONGTX_PAUSED", or_unset(&gh.paused)),
+        ("LONGTX_AGENT_TIMEOUT", duration(gh.agent_timeout)),
+        ("LONGTX_DISPATCH_LEASE", duration(gh.dispatch_lease)),
+        ("LONGTX_PUBLIC_URL", gh.public_url.clone()),
+        ("LONGTX_MAX_PATCH_BYTES", gh.max_patch_bytes.to_string()),
+        ("LONGTX_MAX_PATCH_FILES", gh.max_patch_files.to_string()),
+        ("LONGTX_PROTECTED_PATHS", gh.protected_paths.join(",")),
+        (
+            "LONGTX_DEVIN_SERVICE_TOKEN",
+            if gh.devin.is_some() {
+                "<set>"
+            } else {
+                "<unset>"
+            }
+            .to_owned(),
+        ),
+        ("LONGTX_GITHUB_WEBHOOK_SECRET", secret(&r.webhook_secret)),
+        ("LONGTX_FALLBACK_TEAM", or_unset(&r.fallback_team)),
+        ("LONGTX_MAX_REVIEWERS", r.max_reviewers.to_string()),
+        ("LONGTX_HISTORY_DAYS", r.history_days.to_string()),
+        (
+            "LONGTX_GIT_URL",
+            or_unset(&r.git_url.as_deref().map(super::review::redact_url)),
+        ),
+        ("LONGTX_WONTFIX_LABEL", r.wontfix_label.clone()),
+        (
+            "LONGTX_PRE_REVIEW",
+            format!("{:?}", r.pre_review).to_lowercase(),
+        ),
+        ("LONGTX_PRE_REVIEW_WORKFLOW", r.pre_review_workflow.clone()),
+        ("LONGTX_PRE_REVIEW_TIMEOUT", duration(r.pre_review_timeout)),
+        ("LONGTX_MAX_REVISIONS", r.max_revisions.to_string()),
+    ];
+    rows.into_iter()
+        .map(|(key, value)| Shown { key, value })
+        .collect()
+}
+
+fn http_url(key: &'static str, text: &str, what: &str) -> Option<Problem> {
+    let problem = |why: String| Problem {
+        key,
+        message: format!("{why}; it must be the http(s) URL {what}"),
+    };
+    match url::Url::parse(text) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => None,
+        Ok(u) => Some(problem(format!(
+            "{:?} is a {} URL",
+            redact(text),
+            u.scheme()
+        ))),
+        Err(e) => Some(problem(format!("{:?} is not a URL ({e})", redact(text)))),
+    }
+}
+
+/// A URL as it may be shown: without a password.
+fn redact(text: &str) -> String {
+    super::review::redact_url(text)
+}
+
+/// Every reason `serve` would refuse to start with `c`, before it touches
+/// the network; none means it would start.
+pub fn problems(c: &Config) -> Vec<Problem> {
+    let mut found = Vec::new();
+    if c.webhook_token.is_none() && !c.listen.ip().is_loopback() {
+        found.push(Problem {
+            key: "LONGTX_WEBHOOK_TOKEN",
+            message: format!(
+                "unset while LONGTX_LISTEN is {}: anyone who can reach it could create jobs; \
+                 set a token or listen on 127.0.0.1",
+                c.listen
+            ),
+        });
+    }
+    if let Some(url) = &c.database_url {
+        let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        if !matches!(scheme.as_deref(), Some("postgres" | "postgresql")) {
+            found.push(Problem {
+                key: "DATABASE_URL",
+                message: format!(
+                    "{:?} is not a postgres:// URL: longtx keeps its jobs in PostgreSQL \
+                     (the database watched for long transactions goes in LONGTX_COLLECT_DSN)",
+                    redact(url)
+                ),
+            });
+        }
+    }
+    found.extend(http_url(
+        "LONGTX_PUBLIC_URL",
+        &c.github.public_url,
+        "where the workflow runs reach longtx",
+    ));
+    found.extend(http_url(
+        "LONGTX_GITHUB_API_URL",
+        &c.github.api_url,
+        "of GitHub's REST API (https://api.github.com, or https://HOST/api/v3)",
+    ));
+    if let Err(e) = crate::serve::read_ignore_list(&c.ignore_list) {
+        found.push(Problem {
+            key: "LONGTX_IGNORE_LIST",
+            message: format!("{e:#}"),
+        });
+    }
+    found
+}
+
+/// The text `config check` prints: the table, then the verdict.
+pub fn report(c: &Config) -> (String, Vec<Problem>) {
+    let rows = shown(c);
+    let width = rows.iter().map(|r| r.key.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for row in &rows {
+        let _ = writeln!(out, "{:width$}  {}", row.key, row.value);
+    }
+    let problems = problems(c);
+    out.push('\n');
+    if problems.is_empty() {
+        out.push_str("configuration is valid: `longtx serve` would start with it\n");
+    } else {
+        for p in &problems {
+            let _ = writeln!(out, "error: {p}");
+        }
+        let _ = writeln!(
+            out,
+            "configuration is invalid: `longtx serve` would refuse to start ({} problem{})",
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" }
+        );
+    }
+    (out, problems)
+}
+
+/// `--json`: `{"valid": bool, "settings": {...}, "problems": [...]}`.
+pub fn report_json(c: &Config) -> (serde_json::Value, Vec<Problem>) {
+    let problems = problems(c);
+    let settings: serde_json::Map<String, serde_json::Value> = shown(c)
+        .into_iter()
+        .map(|s| (s.key.to_owned(), serde_json::Value::String(s.value)))
+        .collect();
+    (
+        serde_json::json!({
+            "valid": problems.is_empty(),
+            "settings": settings,
+            "problems": problems,
+        }),
+        problems,
+    )
+}

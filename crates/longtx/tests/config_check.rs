@@ -1,0 +1,135 @@
+//! `longtx config check` says "valid" only when `longtx serve` would start:
+//! each refusal of `serve` is an error of `config check`, naming the key,
+//! and `serve` refuses with the same words before it touches anything.
+
+use std::process::{Command, Output};
+
+fn longtx(args: &[&str], env: &[(&str, &str)], dir: &std::path::Path) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_longtx"));
+    cmd.args(args).current_dir(dir);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("LONGTX_") || key == "DATABASE_URL" || key.starts_with("GITHUB_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("LONGTX_DATA_DIR", dir.join("data"));
+    cmd.envs(env.iter().copied());
+    cmd.output().unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// What is wrong, the environment that says it, the key named, a word of the fix.
+type Refusal = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static str,
+    &'static str,
+);
+
+/// The settings `serve` refuses.
+const REFUSED: [Refusal; 5] = [
+    (
+        "a public address without a token",
+        &[("LONGTX_LISTEN", "0.0.0.0:0")],
+        "LONGTX_WEBHOOK_TOKEN",
+        "listen on 127.0.0.1",
+    ),
+    (
+        "a MySQL DATABASE_URL",
+        &[("DATABASE_URL", "mysql://app:pw@db.internal/app")],
+        "DATABASE_URL",
+        "LONGTX_COLLECT_DSN",
+    ),
+    (
+        "a public URL that is not one",
+        &[("LONGTX_PUBLIC_URL", "longtx.internal:8080")],
+        "LONGTX_PUBLIC_URL",
+        "http(s) URL",
+    ),
+    (
+        "an API URL that is not one",
+        &[("LONGTX_GITHUB_API_URL", "api.github.com")],
+        "LONGTX_GITHUB_API_URL",
+        "http(s) URL",
+    ),
+    (
+        "a broken ignore list",
+        &[("LONGTX_IGNORE_LIST", "broken.yaml")],
+        "LONGTX_IGNORE_LIST",
+        "broken.yaml",
+    ),
+];
+
+#[test]
+fn every_refusal_of_serve_is_an_error_of_config_check() {
+    let dir = longtx_testkit::TempDir::new("config-check");
+    std::fs::write(dir.join("broken.yaml"), "ignored: [").unwrap();
+    for (what, env, key, fix) in REFUSED {
+        let check = longtx(&["config", "check"], env, &dir);
+        let shown = text(&check);
+        assert_eq!(check.status.code(), Some(1), "{what}: {shown}");
+        assert!(
+            shown.contains(&format!("error: {key}: ")),
+            "{what}: {shown}"
+        );
+        assert!(shown.contains(fix), "{what}: {shown}");
+        assert!(shown.contains("would refuse to start"), "{what}: {shown}");
+        assert!(
+            !shown.contains("pw@"),
+            "{what}: a password was shown: {shown}"
+        );
+
+        let serve = longtx(&["serve"], env, &dir);
+        let refused = text(&serve);
+        assert_eq!(serve.status.code(), Some(1), "{what}: {refused}");
+        assert!(
+            refused.contains(&format!("refusing to start: {key}: ")),
+            "{what}: {refused}"
+        );
+        assert!(
+            !dir.join("data").exists(),
+            "{what}: serve refused before touching its data"
+        );
+    }
+}
+
+#[test]
+fn a_good_configuration_is_a_table_and_valid_and_json_says_the_same() {
+    let dir = longtx_testkit::TempDir::new("config-check-good");
+    let env = [
+        ("LONGTX_WEBHOOK_TOKEN", "s3cret-token"),
+        ("LONGTX_LISTEN", "0.0.0.0:8080"),
+    ];
+    let check = longtx(&["config", "check"], &env, &dir);
+    let shown = text(&check);
+    assert_eq!(check.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains("LONGTX_WEBHOOK_TOKEN") && shown.contains("<set>"),
+        "{shown}"
+    );
+    assert!(!shown.contains("s3cret-token"), "{shown}");
+    assert!(shown.contains("LONGTX_AGENT_TIMEOUT"), "{shown}");
+    assert!(shown.contains("configuration is valid"), "{shown}");
+
+    let json = longtx(&["config", "check", "--json"], &env, &dir);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["valid"], true);
+    assert_eq!(report["settings"]["LONGTX_WEBHOOK_TOKEN"], "<set>");
+    assert_eq!(report["settings"]["LONGTX_LISTEN"], "0.0.0.0:8080");
+    let bad = longtx(
+        &["config", "check", "--json"],
+        &[("LONGTX_LISTEN", "0.0.0.0:0")],
+        &dir,
+    );
+    let report: serde_json::Value = serde_json::from_slice(&bad.stdout).unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(report["valid"], false);
+    assert_eq!(report["problems"][0]["key"], "LONGTX_WEBHOOK_TOKEN");
+}
