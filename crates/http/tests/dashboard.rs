@@ -356,9 +356,10 @@ async fn chromium_renders_every_state_the_charts_and_escapes_hostile_values() {
     .await;
     assert!(!hostile_dom.contains("<script") && !hostile_dom.contains("<img"));
 
+    let folder = tempdir("screenshot");
     let shot = std::env::var_os("LONGTX_SCREENSHOT_OUT")
         .map(PathBuf::from)
-        .unwrap_or_else(|| tempdir("screenshot").join("dashboard.png"));
+        .unwrap_or_else(|| folder.join("dashboard.png"));
     chromium(
         &app.url("/"),
         &[

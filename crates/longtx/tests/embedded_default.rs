@@ -83,7 +83,8 @@ async fn post_alert(client: &reqwest::Client, base: &str, source: &str) -> Value
 
 #[tokio::test]
 async fn serve_runs_on_the_embedded_default_and_keeps_its_data() {
-    let data_dir = temp_dir("embedded").join(".longtx");
+    let folder = temp_dir("embedded");
+    let data_dir = folder.join(".longtx");
     let client = reqwest::Client::new();
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
@@ -115,7 +116,8 @@ async fn serve_runs_on_the_embedded_default_and_keeps_its_data() {
 
 #[tokio::test]
 async fn a_public_address_without_a_token_is_refused() {
-    let data_dir = temp_dir("public").join(".longtx");
+    let folder = temp_dir("public");
+    let data_dir = folder.join(".longtx");
     let output = Command::new(env!("CARGO_BIN_EXE_longtx"))
         .arg("serve")
         .env_remove("LONGTX_WEBHOOK_TOKEN")
@@ -125,7 +127,10 @@ async fn a_public_address_without_a_token_is_refused() {
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("without LONGTX_WEBHOOK_TOKEN"), "{stderr}");
+    assert!(
+        stderr.contains("LONGTX_WEBHOOK_TOKEN: unset while LONGTX_LISTEN is 0.0.0.0"),
+        "{stderr}"
+    );
     assert!(
         !data_dir.join("pg").exists(),
         "refused before touching the database"
@@ -146,7 +151,8 @@ async fn a_broken_configuration_names_the_key() {
 
 #[tokio::test]
 async fn migrate_applies_and_exits() {
-    let data_dir = temp_dir("migrate").join(".longtx");
+    let folder = temp_dir("migrate");
+    let data_dir = folder.join(".longtx");
     let output = Command::new(env!("CARGO_BIN_EXE_longtx"))
         .arg("migrate")
         .env_remove("DATABASE_URL")
