@@ -18,7 +18,7 @@ fn gone(what: &str, template: &str) -> ApiError {
         format!(
             "longtx no longer takes {what} by POST: it reads them from the run's `longtx-result` \
              artifact. Replace the workflow with the shipped .github/workflows/{template} \
-             (README: Upgrading)"
+             (docs/book/src/upgrading.md)"
         ),
     )
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub mod check;
+pub mod reference;
 mod review;
 pub use review::ReviewConfig;
 

@@ -189,6 +189,9 @@ enum ConfigCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Print every setting (key, environment variable, default, meaning)
+    /// as a Markdown table: the book's settings page.
+    Reference,
 }
 
 #[derive(Debug, Subcommand)]
@@ -224,6 +227,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::load(cli.config.as_deref(), &|name| std::env::var(name).ok())
         .context("configuration")?;
     match cli.command {
+        Command::Config {
+            command: ConfigCommand::Reference,
+        } => {
+            print!("{}", config::reference::markdown());
+            return Ok(());
+        }
         Command::Config {
             command: ConfigCommand::Check { json },
         } => {

@@ -470,7 +470,7 @@ pub(crate) fn explain(err: &GitHubError) -> String {
     match err {
         GitHubError::Refused { status: 422, message } if message.contains("Unexpected inputs") => format!(
             "{err}: the workflow on the dispatch ref is older than this longtx; copy the shipped \
-             .github/workflows/long-transaction-fix.yml (or its Codex or Devin edition) again (README: Upgrading)"
+             .github/workflows/long-transaction-fix.yml (or its Codex or Devin edition) again (docs/book/src/upgrading.md)"
         ),
         _ => err.to_string(),
     }

@@ -54,7 +54,7 @@ pub(crate) async fn fetch_result<G: GitHub>(
         return Ok(Fetched::Missing(format!(
             "run {run_id} uploaded no `{RESULT_ARTIFACT}` artifact: a workflow copied from an older \
              longtx pushes its own branch, which longtx no longer takes; copy the shipped template \
-             again (README, Upgrading)"
+             again (docs/book/src/upgrading.md)"
         )));
     };
     if artifact.expired {

@@ -265,7 +265,7 @@ async fn workflow(
             checks.push(Check::fail(
                 &id,
                 format!("{path} is not on {branch}"),
-                format!("copy longtx's .github/workflows/{} template there (see README, Setting up GitHub)", template_of(which)),
+                format!("copy longtx's .github/workflows/{} template there (see docs/book/src/github-setup.md)", template_of(which)),
             ));
             None
         }

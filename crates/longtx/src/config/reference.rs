@@ -1,0 +1,371 @@
+//! Every setting, in one list: `longtx config reference` prints it as the
+//! book's settings table (`docs/book/src/settings.md`, checked by a test to
+//! match), so the table cannot drift from the code.
+
+/// One setting as the reference table shows it.
+pub struct Setting {
+    /// The `longtx.toml` key(s), empty when the setting has none.
+    pub file_key: &'static str,
+    /// The environment variable(s).
+    pub env: &'static str,
+    pub default: &'static str,
+    pub meaning: &'static str,
+}
+
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        file_key: "`database_url`",
+        env: "`DATABASE_URL`",
+        default: "unset",
+        meaning: "PostgreSQL URL. Unset: run the private cluster under `data_dir/pg`.",
+    },
+    Setting {
+        file_key: "`listen`",
+        env: "`LONGTX_LISTEN`",
+        default: "`127.0.0.1:8080`",
+        meaning: "Address to listen on. A non-loopback address needs a webhook token.",
+    },
+    Setting {
+        file_key: "`data_dir`",
+        env: "`LONGTX_DATA_DIR`",
+        default: "`.longtx`",
+        meaning: "Where the private cluster lives (`pg/`, its socket in `pg-socket/`).",
+    },
+    Setting {
+        file_key: "`webhook_token`",
+        env: "`LONGTX_WEBHOOK_TOKEN`",
+        default: "unset",
+        meaning: "Required as `Authorization: Bearer <token>` on webhooks and `/api` (Basic auth with the token as password opens the dashboard's pages and GETs only). Requests that change something are refused when a browser says they come from another site (`Origin`, `Sec-Fetch-Site`: 403), and a body must be `application/json` (415). Unset: allowed only on loopback.",
+    },
+    Setting {
+        file_key: "`dashboard_token`",
+        env: "`LONGTX_DASHBOARD_TOKEN`",
+        default: "unset",
+        meaning: "Opens the dashboard pages (only them), besides the webhook token: give it to people who should see, not post.",
+    },
+    Setting {
+        file_key: "`threshold_seconds`",
+        env: "`LONGTX_THRESHOLD_SECONDS`",
+        default: "`100`",
+        meaning: "Alerts with a shorter duration are `below_threshold`.",
+    },
+    Setting {
+        file_key: "`table_thresholds`",
+        env: "`LONGTX_TABLE_THRESHOLDS`",
+        default: "none",
+        meaning: "Per-table thresholds, a TOML table `{orders = 30}` or `orders=30,users=50`.",
+    },
+    Setting {
+        file_key: "`exclude`",
+        env: "`LONGTX_EXCLUDE`",
+        default: "`unknown,rake:tmp:*`",
+        meaning: "`query_source` globs that never create jobs (`excluded`).",
+    },
+    Setting {
+        file_key: "`ignore_list`",
+        env: "`LONGTX_IGNORE_LIST`",
+        default: "`ignore-list.yaml`",
+        meaning: "The ignore list file (`ignored`); a missing file means nothing is ignored, a broken one stops startup. With GitHub configured it is also the file's path in the target repository, so it must be relative.",
+    },
+    Setting {
+        file_key: "`db_max_connections`",
+        env: "`LONGTX_DB_MAX_CONNECTIONS`",
+        default: "`5`",
+        meaning: "Pool size.",
+    },
+    Setting {
+        file_key: "`db_acquire_timeout`",
+        env: "`LONGTX_DB_ACQUIRE_TIMEOUT`",
+        default: "`5s`",
+        meaning: "How long a request waits for a free connection before it gets 503.",
+    },
+    Setting {
+        file_key: "`cooldown`",
+        env: "`LONGTX_COOLDOWN`",
+        default: "`7d`",
+        meaning: "After a job ends, how long before the same source may open a new job.",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_DEPLOY_GRACE`",
+        default: "`2h`",
+        meaning: "After a merge, alerts this long are the old code still running: counted, never a regression.",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_VERIFY_WINDOW`",
+        default: "`7d`",
+        meaning: "After the grace, a merged fix with no alert this long becomes `verified`.",
+    },
+    Setting {
+        file_key: "`alert_retention`",
+        env: "`LONGTX_ALERT_RETENTION`",
+        default: "`30d`",
+        meaning: "How long alert events are kept (purged hourly, in small batches).",
+    },
+    Setting {
+        file_key: "`patterns_dir`",
+        env: "`LONGTX_PATTERNS_DIR`",
+        default: "`patterns`",
+        meaning: "The fix-pattern catalogue.",
+    },
+    Setting {
+        file_key: "`prompt_template`",
+        env: "`LONGTX_PROMPT_TEMPLATE`",
+        default: "`<patterns_dir>/_prompt.md.tera`",
+        meaning: "The prompt template (tera).",
+    },
+    Setting {
+        file_key: "`repo_path`",
+        env: "`LONGTX_REPO_PATH`",
+        default: "unset",
+        meaning: "A checkout of the target repository, where the code for a `query_source` is looked up.",
+    },
+    Setting {
+        file_key: "`prompt_budget_bytes`",
+        env: "`LONGTX_PROMPT_BUDGET_BYTES`",
+        default: "`49152` (48 KiB)",
+        meaning: "The prompt's size budget.",
+    },
+    Setting {
+        file_key: "`github_token`",
+        env: "`LONGTX_GITHUB_TOKEN`, else `GITHUB_TOKEN`",
+        default: "unset",
+        meaning: "A token that may dispatch workflows in the target repository. No credentials at all: dry-run mode.",
+    },
+    Setting {
+        file_key: "`github_app_id`, `github_app_private_key_file`, `github_installation_id`",
+        env: "`LONGTX_GITHUB_APP_ID`, `LONGTX_GITHUB_APP_PRIVATE_KEY_FILE`, `LONGTX_GITHUB_INSTALLATION_ID`",
+        default: "unset",
+        meaning: "Authenticate as a GitHub App instead of with a token.",
+    },
+    Setting {
+        file_key: "`github_api_url`",
+        env: "`LONGTX_GITHUB_API_URL`",
+        default: "`https://api.github.com`",
+        meaning: "GitHub Enterprise's API, or a test server. longtx commits through GraphQL at `<this URL>/graphql`; on an Enterprise Server (REST at `/api/v3`, GraphQL at `/api/graphql`) route that path to GraphQL.",
+    },
+    Setting {
+        file_key: "`github_repo`",
+        env: "`LONGTX_GITHUB_REPO`",
+        default: "unset",
+        meaning: "The target repository, `owner/name` (required with credentials).",
+    },
+    Setting {
+        file_key: "`workflow`",
+        env: "`LONGTX_WORKFLOW`",
+        default: "`long-transaction-fix.yml`",
+        meaning: "The workflow file to dispatch.",
+    },
+    Setting {
+        file_key: "`workflow_ref`",
+        env: "`LONGTX_WORKFLOW_REF`",
+        default: "the default branch",
+        meaning: "The ref the workflow runs on.",
+    },
+    Setting {
+        file_key: "`max_dispatches_per_day`",
+        env: "`LONGTX_MAX_DISPATCHES_PER_DAY`",
+        default: "`10`",
+        meaning: "Dispatches per UTC day, across replicas.",
+    },
+    Setting {
+        file_key: "`max_running`",
+        env: "`LONGTX_MAX_RUNNING`",
+        default: "`3`",
+        meaning: "Jobs dispatching or with an agent running, at once.",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_MAX_COST_PER_DAY`",
+        default: "unset",
+        meaning: "US dollars of agent cost reported since midnight UTC past which queued jobs and rounds wait (with the reason), across replicas.",
+    },
+    Setting {
+        file_key: "`paused`",
+        env: "`LONGTX_PAUSED`",
+        default: "unset",
+        meaning: "`true`/`false` sets the shared pause switch at start (also `POST /api/pause`, `/api/resume`).",
+    },
+    Setting {
+        file_key: "`agent_timeout`",
+        env: "`LONGTX_AGENT_TIMEOUT`",
+        default: "`2h`",
+        meaning: "A job with no PR this long after dispatch becomes `expired`.",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_MAX_PATCH_BYTES`",
+        default: "`1048576` (1 MiB)",
+        meaning: "The largest agent patch longtx commits; a larger one is refused with the reason.",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_MAX_PATCH_FILES`",
+        default: "`50`",
+        meaning: "The most files one agent patch may touch.",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_PROTECTED_PATHS`",
+        default: "none",
+        meaning: "Comma-separated globs (`*` crosses `/`) no agent patch may write, on top of `.github/**`, `.claude/**`, `.codex/**`, `CODEOWNERS`, `docs/CODEOWNERS`, `.gitmodules`, `vendor/**`, `node_modules/**` and the ignore list.",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_DEVIN_SERVICE_TOKEN`, `LONGTX_DEVIN_ORG_ID`",
+        default: "unset",
+        meaning: "A Devin service user's `cog_` token (ViewOrgSessions) and organisation: longtx reads a Devin run's ACUs from Devin's API v3. Both or neither.",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_DEVIN_API_URL`",
+        default: "`https://api.devin.ai`",
+        meaning: "Devin's API, or a test server.",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_USD_PER_ACU`",
+        default: "unset",
+        meaning: "Your Devin contract's price per ACU, for `cost_usd` (Devin publishes no flat rate).",
+    },
+    Setting {
+        file_key: "`dispatch_lease`",
+        env: "`LONGTX_DISPATCH_LEASE`",
+        default: "`5m`",
+        meaning: "How long a dispatcher's claim holds before another may take the job over.",
+    },
+    Setting {
+        file_key: "`public_url`",
+        env: "`LONGTX_PUBLIC_URL`",
+        default: "`http://<listen>`",
+        meaning: "How the workflow reaches longtx to fetch the prompt.",
+    },
+    Setting {
+        file_key: "`github_webhook_secret`",
+        env: "`LONGTX_GITHUB_WEBHOOK_SECRET`",
+        default: "unset",
+        meaning: "The secret of the GitHub webhook; `/webhooks/github` answers 503 until it is set.",
+    },
+    Setting {
+        file_key: "`fallback_team`",
+        env: "`LONGTX_FALLBACK_TEAM`",
+        default: "unset",
+        meaning: "`org/team` asked when no code owner or recent committer can review.",
+    },
+    Setting {
+        file_key: "`max_reviewers`",
+        env: "`LONGTX_MAX_REVIEWERS`",
+        default: "`2`",
+        meaning: "Reviewers requested per PR (1 to 15).",
+    },
+    Setting {
+        file_key: "`history_days`",
+        env: "`LONGTX_HISTORY_DAYS`",
+        default: "`365`",
+        meaning: "How far back commit history counts.",
+    },
+    Setting {
+        file_key: "`git_url`",
+        env: "`LONGTX_GIT_URL`",
+        default: "`https://github.com/<github_repo>.git`",
+        meaning: "Where the reviewer mirror (`data_dir/mirror/`) fetches from; a local path works too.",
+    },
+    Setting {
+        file_key: "`pre_review`",
+        env: "`LONGTX_PRE_REVIEW`",
+        default: "`off`",
+        meaning: "`on`: a new fix PR waits in `pre_review` for the AI pre-review; a revise starts a revision round, a reject (or a revise after the last round) closes it; `advisory`: the verdict is recorded, people are asked either way; `off`: people at once.",
+    },
+    Setting {
+        file_key: "`pre_review_workflow`",
+        env: "`LONGTX_PRE_REVIEW_WORKFLOW`",
+        default: "`long-transaction-pre-review.yml`",
+        meaning: "The reviewing workflow longtx dispatches per head commit.",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_PRE_REVIEW_TIMEOUT`",
+        default: "`30m`",
+        meaning: "A head with no verdict this long goes to people as \"no verdict\" (never stuck in `pre_review`).",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_MAX_REVISIONS`",
+        default: "`2`",
+        meaning: "Revision rounds on one fix PR, counted apart for rounds the pre-review starts and rounds people start (0 to 10; 0 turns rounds off).",
+    },
+    Setting {
+        file_key: "`collect_dsn`",
+        env: "`LONGTX_COLLECT_DSN`",
+        default: "unset",
+        meaning: "Run the lock-holder collector inside `serve` on this database (`mysql://`, `mariadb://`, `postgres://`); its gauges join `/metrics`. Also `longtx collect --dsn`'s default.",
+    },
+    Setting {
+        file_key: "`collect_interval`",
+        env: "`LONGTX_COLLECT_INTERVAL`",
+        default: "`15s`",
+        meaning: "How often the in-process collector polls.",
+    },
+    Setting {
+        file_key: "`wontfix_label`",
+        env: "`LONGTX_WONTFIX_LABEL`",
+        default: "`long-transaction-wontfix`",
+        meaning: "The label that declines a fix.",
+    },
+    Setting {
+        file_key: "`author_logins`",
+        env: "`LONGTX_AUTHOR_LOGINS`",
+        default: "none",
+        meaning: "Commit email to GitHub login, a TOML table or `a@x.com=alice,b@x.com=bob`.",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_LOG`",
+        default: "`info`",
+        meaning: "Log filter (`tracing` syntax, e.g. `longtx_http=debug,info`).",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_LOG_FORMAT`",
+        default: "text",
+        meaning: "`json` for one JSON object per line.",
+    },
+];
+
+/// The settings table in Markdown, as the book shows it.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "| key (`longtx.toml`) | environment | default | meaning |\n| --- | --- | --- | --- |\n",
+    );
+    for s in SETTINGS {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            s.file_key, s.env, s.default, s.meaning
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_config_check_shows_is_in_the_reference() {
+        let config = crate::config::Config::load(None, &|_| None).unwrap();
+        for shown in crate::config::check::shown(&config) {
+            if shown.key == "GitHub credentials" {
+                continue;
+            }
+            let listed = SETTINGS
+                .iter()
+                .any(|s| s.env.split('`').any(|name| name == shown.key));
+            assert!(
+                listed,
+                "{} is missing from the settings reference",
+                shown.key
+            );
+        }
+    }
+}
