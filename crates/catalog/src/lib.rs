@@ -24,20 +24,17 @@ pub struct Catalogue {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogueError {
-    #[error("cannot read the pattern catalogue {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{path}: {source}")]
-    Pattern { path: String, source: PatternError },
+    #[error("cannot read the pattern catalogue {path}: {cause}")]
+    Read { path: String, cause: std::io::Error },
+    #[error("{path}: {cause}")]
+    Pattern { path: String, cause: PatternError },
 }
 
 /// Pattern files of a directory: `*.md` not starting with `_`, sorted.
 pub fn pattern_files(dir: &Path) -> Result<Vec<PathBuf>, CatalogueError> {
-    let read = std::fs::read_dir(dir).map_err(|source| CatalogueError::Read {
+    let read = std::fs::read_dir(dir).map_err(|cause| CatalogueError::Read {
         path: dir.display().to_string(),
-        source,
+        cause,
     })?;
     let mut files: Vec<PathBuf> = read
         .flatten()
@@ -58,19 +55,18 @@ impl Catalogue {
         let mut hasher = Sha256::new();
         let mut patterns = Vec::new();
         for path in pattern_files(dir)? {
-            let text = std::fs::read_to_string(&path).map_err(|source| CatalogueError::Read {
+            let text = std::fs::read_to_string(&path).map_err(|cause| CatalogueError::Read {
                 path: path.display().to_string(),
-                source,
+                cause,
             })?;
             hasher.update(path.file_name().unwrap().as_encoded_bytes());
             hasher.update([0]);
             hasher.update(text.as_bytes());
             hasher.update([0]);
-            let pattern =
-                parse_pattern(&path, &text).map_err(|source| CatalogueError::Pattern {
-                    path: path.display().to_string(),
-                    source,
-                })?;
+            let pattern = parse_pattern(&path, &text).map_err(|cause| CatalogueError::Pattern {
+                path: path.display().to_string(),
+                cause,
+            })?;
             patterns.push(pattern);
         }
         Ok(Catalogue {

@@ -25,9 +25,9 @@ pub fn lint_dir(dir: &Path) -> Result<Vec<Problem>, CatalogueError> {
     let files = pattern_files(dir)?;
     let mut texts = Vec::new();
     for path in files {
-        let text = std::fs::read_to_string(&path).map_err(|source| CatalogueError::Read {
+        let text = std::fs::read_to_string(&path).map_err(|cause| CatalogueError::Read {
             path: path.display().to_string(),
-            source,
+            cause,
         })?;
         texts.push((path, text));
     }

@@ -331,10 +331,21 @@ pub(crate) fn job_context(page: &JobPage, settings: &PageSettings) -> tera::Cont
         .iter()
         .map(|l| link(l.clone(), Some(l)))
         .collect();
-    let dispatches: Vec<(String, String, bool, Option<i64>)> = page
+    // (at, outcome, dry run, run id, the request as sent or as it would
+    // have been: its token is already redacted when stored).
+    let dispatches: Vec<(String, String, bool, Option<i64>, String)> = page
         .dispatches
         .iter()
-        .map(|d| (time(d.created_at), d.outcome.clone(), d.dry_run, d.run_id))
+        .map(|d| {
+            let request = serde_json::to_string_pretty(&d.request).unwrap_or_default();
+            (
+                time(d.created_at),
+                d.outcome.clone(),
+                d.dry_run,
+                d.run_id,
+                request,
+            )
+        })
         .collect();
     context.insert("job", &job_view(job));
     context.insert("threshold", &format!("{:.0} s", settings.threshold_seconds));

@@ -73,6 +73,8 @@ pub struct JobDetail {
     alert_events: Vec<AlertEventRow>,
     /// Revision rounds, oldest first.
     rounds: Vec<longtx_store::RoundRow>,
+    /// Newest first; a dry run's is what longtx would have sent.
+    dispatches: Vec<longtx_store::DispatchRecord>,
 }
 
 fn job_id(raw: &str) -> Result<i64, ApiError> {
@@ -93,10 +95,12 @@ pub async fn get_job(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
     let rounds = state.store.rounds_of(id).await?;
+    let dispatches = state.store.dispatches_of(id).await?;
     Ok(Json(JobDetail {
         job,
         alert_events,
         rounds,
+        dispatches,
     }))
 }
 

@@ -296,8 +296,13 @@ fn respond(
             })
             .collect();
         let more = rejected.len().saturating_sub(MAX_NAMED_REJECTIONS);
+        let kept = if rejected.len() == total {
+            "none was recorded".to_owned()
+        } else {
+            format!("the other {} were recorded", total - rejected.len())
+        };
         format!(
-            "{} of {total} alerts rejected, the others were recorded: {}{}",
+            "{} of {total} alerts rejected, {kept}: {}{}",
             rejected.len(),
             named.join("; "),
             if more > 0 {

@@ -350,6 +350,43 @@ async fn without_credentials_the_dispatch_is_recorded_not_sent() {
         request["inputs"]["prompt_token"], "<redacted>",
         "the token is never stored in the record"
     );
+
+    // The would-be dispatch is there to inspect: in the API and on the page.
+    let detail: Value = app
+        .client
+        .get(app.url(&format!("/api/jobs/{job}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let shown = &detail["dispatches"][0];
+    assert_eq!(shown["dry_run"], true, "{detail}");
+    assert_eq!(shown["request"]["workflow"], "long-transaction-fix.yml");
+    assert_eq!(shown["request"]["inputs"]["prompt_token"], "<redacted>");
+    let page = app
+        .client
+        .get(app.url(&format!("/jobs/{job}")))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("The dispatch longtx would have sent"),
+        "{page}"
+    );
+    assert!(page.contains("long-transaction-fix.yml") && page.contains("Dry::Worker"));
+    let token: Option<String> =
+        longtx_testkit::sqlx::query_scalar("SELECT prompt_token FROM jobs WHERE id = $1")
+            .bind(job)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    let token = token.expect("the job has a token");
+    assert!(!page.contains(&token) && !detail.to_string().contains(&token));
 }
 
 #[tokio::test]

@@ -175,6 +175,11 @@ async fn a_batch_with_nothing_usable_is_refused_and_truncation_is_counted() {
     let (status, body) = send(&app, hook).await;
     assert_eq!(status, 422);
     assert_eq!(body["error"], "invalid_alert");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("1 of 1 alerts rejected, none was recorded: alerts[0]"),
+        "{detail}"
+    );
 
     let mut hook = AmWebhook::new()
         .alert(AmAlert::firing("A::OneWorker").value(200.0))

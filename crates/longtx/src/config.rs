@@ -173,11 +173,8 @@ impl fmt::Debug for Config {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot read {path}: {cause}")]
+    Read { path: String, cause: std::io::Error },
     #[error("{path} is not valid: {message}")]
     File { path: String, message: String },
     #[error("{key} is not valid: {message}")]
@@ -310,9 +307,9 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         let file = match path {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
                     path: path.display().to_string(),
-                    source,
+                    cause,
                 })?;
                 toml::from_str::<FileConfig>(&text).map_err(|e| ConfigError::File {
                     path: path.display().to_string(),

@@ -58,6 +58,10 @@ enum Command {
         /// One JSON document instead of lines.
         #[arg(long)]
         json: bool,
+        /// Accept a deployment without GitHub (dry run): its GitHub checks
+        /// are skipped, and doctor exits 0 if the rest pass.
+        #[arg(long)]
+        allow_dry_run: bool,
     },
     /// Measure, per table, the longest transaction holding a metadata lock
     /// and its query_source; serve the figures on /metrics for Prometheus.
@@ -341,12 +345,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         | Command::Ignore { .. } => {
             unreachable!("handled above")
         }
-        Command::Doctor { fix, json } => {
+        Command::Doctor {
+            fix,
+            json,
+            allow_dry_run,
+        } => {
             let ok = runtime.block_on(doctor::run(&config, fix, json))?;
-            if ok {
-                Ok(())
-            } else {
+            let dry_run = config.github.credentials.is_none() || config.github.repo.is_none();
+            if !ok {
                 anyhow::bail!("some checks failed (see above)")
+            } else if dry_run && !allow_dry_run {
+                anyhow::bail!(
+                    "GitHub is not configured, so its checks were skipped and longtx would run in \
+                     dry-run mode (dispatches recorded, never sent): set LONGTX_GITHUB_REPO and a \
+                     token or GitHub App, or pass --allow-dry-run to accept a dry run"
+                )
+            } else {
+                if dry_run {
+                    eprintln!(
+                        "doctor: the local checks passed; GitHub was skipped (--allow-dry-run)"
+                    );
+                }
+                Ok(())
             }
         }
         Command::Migrate => runtime.block_on(async {

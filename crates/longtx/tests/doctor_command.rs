@@ -225,3 +225,48 @@ async fn a_job_that_outlives_longtx_s_timeout_is_warned_about() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn without_github_doctor_says_what_it_skipped_and_passes_only_when_a_dry_run_is_accepted() {
+    let db = TestDatabase::create().await;
+    db.store(&Default::default()).migrate().await.unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let db_url = db.url();
+    let run = |extra: &'static [&'static str]| {
+        let (root, db_url) = (root.clone(), db_url.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_longtx"));
+            cmd.arg("doctor")
+                .args(extra)
+                .current_dir(&root)
+                .env("DATABASE_URL", db_url);
+            for (key, _) in std::env::vars() {
+                if key.starts_with("LONGTX_GITHUB") || key == "GITHUB_TOKEN" {
+                    cmd.env_remove(key);
+                }
+            }
+            cmd.output().unwrap()
+        })
+    };
+    let refused = run(&[]).await.unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&refused.stdout),
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(!refused.status.success(), "{said}");
+    assert!(said.contains("SKIP  github"), "{said}");
+    assert!(
+        said.contains("--allow-dry-run") && said.contains("dry-run mode"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("longtx::serve"),
+        "doctor logs as itself: {said}"
+    );
+
+    let accepted = run(&["--allow-dry-run"]).await.unwrap();
+    let said = String::from_utf8_lossy(&accepted.stderr);
+    assert!(accepted.status.success(), "{said}");
+    assert!(said.contains("GitHub was skipped"), "{said}");
+}

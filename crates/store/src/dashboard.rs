@@ -126,6 +126,9 @@ pub struct DispatchRecord {
     pub created_at: DateTime<Utc>,
     pub dry_run: bool,
     pub outcome: String,
+    /// What was sent (or, in a dry run, would have been): repository,
+    /// workflow, ref and inputs, the job's token already `<redacted>`.
+    pub request: serde_json::Value,
     pub run_id: Option<i64>,
 }
 
@@ -245,12 +248,7 @@ impl Store {
             .bind(id)
             .fetch_one(&mut *tx)
             .await?;
-        let dispatches = sqlx::query_as::<_, DispatchRecord>(
-            "SELECT created_at, dry_run, outcome, run_id FROM dispatches WHERE job_id = $1 ORDER BY id DESC LIMIT 20",
-        )
-        .bind(id)
-        .fetch_all(&mut *tx)
-        .await?;
+        let dispatches = dispatches_on(&mut tx, id).await?;
         let rounds = rounds_on(&mut tx, id).await?;
         let cost = crate::costs::job_cost_on(&mut tx, id).await?;
         let run_reports = sqlx::query_as::<_, RunReportRecord>(
@@ -376,4 +374,27 @@ async fn week_figures(
     .bind(weeks.clamp(1, 104))
     .fetch_all(&mut *conn)
     .await?)
+}
+
+const DISPATCHES: &str = "SELECT created_at, dry_run, outcome, request, run_id FROM dispatches \
+                          WHERE job_id = $1 ORDER BY id DESC LIMIT 20";
+
+async fn dispatches_on(
+    conn: &mut sqlx::PgConnection,
+    id: i64,
+) -> Result<Vec<DispatchRecord>, sqlx::Error> {
+    sqlx::query_as::<_, DispatchRecord>(DISPATCHES)
+        .bind(id)
+        .fetch_all(conn)
+        .await
+}
+
+impl crate::Store {
+    /// The job's newest dispatches (at most 20), dry runs included.
+    pub async fn dispatches_of(&self, id: i64) -> Result<Vec<DispatchRecord>, crate::StoreError> {
+        Ok(sqlx::query_as::<_, DispatchRecord>(DISPATCHES)
+            .bind(id)
+            .fetch_all(self.pool())
+            .await?)
+    }
 }

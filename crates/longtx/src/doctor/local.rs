@@ -6,13 +6,18 @@ use crate::config::Config;
 
 pub async fn checks(config: &Config) -> Vec<Check> {
     let mut checks = vec![database(config).await];
-    checks.push(match crate::serve::load_ignore_list(&config.ignore_list) {
+    checks.push(match crate::serve::read_ignore_list(&config.ignore_list) {
         Ok(list) => Check::pass(
             "local.ignore_list",
             format!(
-                "{}: {} entries",
+                "{}: {} entries{}",
                 config.ignore_list.display(),
-                list.entries().len()
+                list.as_ref().map_or(0, |l| l.entries().len()),
+                if list.is_none() {
+                    " (no file: nothing is ignored)"
+                } else {
+                    ""
+                }
             ),
         ),
         Err(e) => Check::fail(

@@ -20,6 +20,14 @@ pub fn add(file: &Path, args: AddArgs<'_>) -> anyhow::Result<()> {
     if args.reason.trim().is_empty() {
         bail!("--reason must say why the source is not fixed");
     }
+    if let Some(pr) = args.pr {
+        // The entry links the decision: a URL a person can open.
+        let is_url = url::Url::parse(pr)
+            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+        if !is_url {
+            bail!("--pr {pr:?} is not a URL: give the PR's address, e.g. https://github.com/acme/app/pull/42");
+        }
+    }
     let text = read_or_empty(file)?;
     let mut entry = IgnoreEntry::exact(&source);
     entry.reason = Some(args.reason.trim().to_owned());
@@ -43,6 +51,12 @@ pub fn add(file: &Path, args: AddArgs<'_>) -> anyhow::Result<()> {
 /// Exit status 0 when the source is ignored, an error (status 1) when not.
 pub fn check(file: &Path, raw: &str) -> anyhow::Result<()> {
     let source = QuerySource::parse(raw).map_err(|e| anyhow::anyhow!("the query_source: {e}"))?;
+    if !file.exists() {
+        bail!(
+            "{} does not exist: there is no ignore list to check (set --file or LONGTX_IGNORE_LIST)",
+            file.display()
+        );
+    }
     let list =
         IgnoreList::parse(&read_or_empty(file)?).with_context(|| file.display().to_string())?;
     match list.matching(&source) {
