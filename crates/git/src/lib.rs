@@ -25,12 +25,21 @@ use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
-    #[error("git: {0}")]
-    Git(#[from] git2::Error),
+    /// libgit2's message alone: its `class=Os (2); code=NotFound (-3)`
+    /// suffix says nothing to a person. Not a `source` either, or an error
+    /// chain would print the message a second time with the suffix.
+    #[error("git: {}", .0.message())]
+    Git(git2::Error),
     #[error("a git command on the mirror failed: {0}")]
     Fetch(String),
     #[error("{0}")]
     Invalid(String),
+}
+
+impl From<git2::Error> for GitError {
+    fn from(e: git2::Error) -> Self {
+        GitError::Git(e)
+    }
 }
 
 /// Opens a repository, bare or with a work tree.

@@ -41,6 +41,12 @@ impl Database {
                 (options, Some(Arc::new(pg)))
             }
         };
+        if embedded.is_none() {
+            // One connection first, so a refused port, an unknown host or a
+            // failed handshake is said as such at once, not as the pool's
+            // "timed out" five seconds later.
+            first_connection(&options, config.database_url.as_deref()).await?;
+        }
         let store = Store::connect(options, &settings);
         if embedded.is_none() {
             // Fail at start with a sentence that names the URL setting to
@@ -77,4 +83,47 @@ impl Database {
             }
         }
     }
+}
+
+/// Connects once to the configured server; an error says what failed
+/// (refused, unknown host, no answer, TLS, or the server's own refusal),
+/// naming the host and port but never the password.
+async fn first_connection(
+    options: &sqlx::postgres::PgConnectOptions,
+    url: Option<&str>,
+) -> anyhow::Result<()> {
+    use sqlx::ConnectOptions;
+    let at = format!("{}:{}", options.get_host(), options.get_port());
+    let quiet = options.clone().disable_statement_logging();
+    let err = match tokio::time::timeout(std::time::Duration::from_secs(10), quiet.connect()).await {
+        Ok(Ok(conn)) => {
+            let _ = sqlx::Connection::close(conn).await;
+            return Ok(());
+        }
+        Ok(Err(err)) => err,
+        Err(_) => anyhow::bail!(
+            "DATABASE_URL: no answer from {at} within 10 s: is a firewall dropping the connection, or the host down?"
+        ),
+    };
+    let message = err.to_string();
+    // TLS problems first: the hint says which sslmode or CA to set.
+    let tls = longtx_core::db_errors::tls_hint(
+        longtx_core::db_errors::Flavour::Postgres,
+        &message,
+        url.is_some_and(longtx_core::db_errors::tls_disabled),
+    );
+    let said = match (&err, tls) {
+        (_, Some(hint)) => hint,
+        (sqlx::Error::Io(io), _) if io.kind() == std::io::ErrorKind::ConnectionRefused => format!(
+            "connection refused at {at}: is PostgreSQL running and listening there (host and port in DATABASE_URL)?"
+        ),
+        (sqlx::Error::Io(io), _) if io.to_string().contains("lookup address") => format!(
+            "cannot resolve the host {:?}: check the host name in DATABASE_URL",
+            options.get_host()
+        ),
+        (sqlx::Error::Io(io), _) => format!("cannot reach {at}: {io}"),
+        (sqlx::Error::Tls(_), None) => format!("the TLS handshake with {at} failed: {message}"),
+        (_, None) => format!("{at} refused the connection: {message}"),
+    };
+    anyhow::bail!("DATABASE_URL: {said}")
 }
