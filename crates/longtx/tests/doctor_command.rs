@@ -270,3 +270,59 @@ async fn without_github_doctor_says_what_it_skipped_and_passes_only_when_a_dry_r
     assert!(accepted.status.success(), "{said}");
     assert!(said.contains("GitHub was skipped"), "{said}");
 }
+
+#[tokio::test]
+async fn an_unreachable_github_is_told_apart_from_a_wrong_repository() {
+    let db = TestDatabase::create().await;
+    db.store(&Default::default()).migrate().await.unwrap();
+    let github = FakeGitHub::start().await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let run = |api: String, repo: &'static str| {
+        let (root, db_url) = (root.clone(), db.url());
+        tokio::task::spawn_blocking(move || {
+            let out = Command::new(env!("CARGO_BIN_EXE_longtx"))
+                .args(["doctor", "--json"])
+                .current_dir(&root)
+                .env("DATABASE_URL", db_url)
+                .env("LONGTX_GITHUB_API_URL", api)
+                .env("LONGTX_GITHUB_REPO", repo)
+                .env("LONGTX_GITHUB_TOKEN", "ghp_doctor")
+                .env("LONGTX_PUBLIC_URL", PUBLIC_URL)
+                .output()
+                .unwrap();
+            serde_json::from_slice::<Value>(&out.stdout).unwrap()
+        })
+    };
+    let unreachable = run(format!("http://127.0.0.1:{closed}"), "acme/monolith")
+        .await
+        .unwrap();
+    let (got, text) = status(&unreachable, "github.network");
+    assert_eq!(got, "fail");
+    assert!(
+        text.contains("could not reach GitHub's API") && text.contains("LONGTX_GITHUB_API_URL"),
+        "{text}"
+    );
+
+    let missing = run(github.url.clone(), "acme/no-such-repo").await.unwrap();
+    let failed: Vec<&Value> = missing["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "fail" && c["id"].as_str().unwrap().starts_with("github"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{missing:#}");
+    assert_eq!(failed[0]["id"], "github.repo", "{missing:#}");
+    assert!(failed[0]["fix"]
+        .as_str()
+        .unwrap()
+        .contains("LONGTX_GITHUB_REPO"));
+    assert!(!failed[0]["fix"]
+        .as_str()
+        .unwrap()
+        .contains("LONGTX_GITHUB_API_URL"));
+}

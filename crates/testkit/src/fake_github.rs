@@ -390,6 +390,15 @@ async fn repository(
     if !authorised(&headers) {
         return bad_credentials();
     }
+    // GitHub answers 404 for a repository that does not exist or that the
+    // credentials cannot see (docs: "Get a repository"); the fake holds one.
+    if !format!("{owner}/{repo}").eq_ignore_ascii_case(crate::github_events::TARGET_REPO) {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({"message": "Not Found", "documentation_url": "https://docs.github.com/rest/repos/repos#get-a-repository", "status": "404"})),
+        )
+            .into_response();
+    }
     Json(json!({"full_name": format!("{owner}/{repo}"), "default_branch": "main"})).into_response()
 }
 

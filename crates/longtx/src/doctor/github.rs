@@ -117,11 +117,8 @@ pub async fn checks(config: &Config, fix: bool) -> Vec<Check> {
             branch
         }
         Err(e) => {
-            checks.push(Check::fail(
-                "github.repo",
-                format!("{repo}: {e}"),
-                "check LONGTX_GITHUB_REPO and that the App is installed on it (or the token can see it)",
-            ));
+            let (id, fix) = first_call_failed(&e, &gh.api_url);
+            checks.push(Check::fail(id, format!("{repo}: {e}"), fix));
             return checks;
         }
     };
@@ -661,5 +658,47 @@ async fn webhook(client: &OctocrabGitHub, repo: &RepoName, public_url: &str) -> 
             ),
             "tick these events in the webhook's (or the App's) settings",
         )
+    }
+}
+
+/// The first call to GitHub failed: was it the network, the credentials or
+/// the repository? Each has its own fix.
+fn first_call_failed(e: &longtx_github::GitHubError, api_url: &str) -> (&'static str, String) {
+    use longtx_github::GitHubError as E;
+    match e {
+        E::Unavailable(_) => (
+            "github.network",
+            format!(
+                "longtx could not reach GitHub's API at {api_url}: check LONGTX_GITHUB_API_URL, \
+                 and that this host reaches it (DNS, proxy, firewall)"
+            ),
+        ),
+        E::Credentials(_) | E::Refused { status: 401, .. } => (
+            "github.credentials",
+            "GitHub refused the credentials: check LONGTX_GITHUB_TOKEN, or the App id, key \
+             file and installation id"
+                .to_owned(),
+        ),
+        E::Refused { status: 404, .. } => (
+            "github.repo",
+            "no such repository for these credentials: check LONGTX_GITHUB_REPO (owner/name), \
+             and that the App is installed on it (or the token can see it)"
+                .to_owned(),
+        ),
+        E::Refused { status: 403, .. } => (
+            "github.permissions",
+            "the credentials may not read the repository: grant Contents: read (and the \
+             permissions under Setting up GitHub)"
+                .to_owned(),
+        ),
+        E::RateLimited(_) | E::SecondaryRateLimited => (
+            "github.rate_limit",
+            "GitHub is rate limiting these credentials: run doctor again later".to_owned(),
+        ),
+        E::Refused { .. } => (
+            "github.repo",
+            "check LONGTX_GITHUB_REPO and that the App is installed on it (or the token can see it)"
+                .to_owned(),
+        ),
     }
 }
