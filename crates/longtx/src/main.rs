@@ -240,12 +240,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Config {
             command: ConfigCommand::Check { json },
         } => {
+            let env = |name: &str| std::env::var(name).ok();
+            let from = config::check::sources(cli.config.as_deref(), &env);
             let problems = if json {
-                let (report, problems) = config::check::report_json(&config);
+                let (report, problems) = config::check::report_json(&config, &from);
                 println!("{report:#}");
                 problems
             } else {
-                let (report, problems) = config::check::report(&config);
+                let (report, problems) = config::check::report(&config, &from);
                 print!("{report}");
                 problems
             };

@@ -121,8 +121,10 @@ fn a_good_configuration_is_a_table_and_valid_and_json_says_the_same() {
     let json = longtx(&["config", "check", "--json"], &env, &dir);
     let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(report["valid"], true);
-    assert_eq!(report["settings"]["LONGTX_WEBHOOK_TOKEN"], "<set>");
-    assert_eq!(report["settings"]["LONGTX_LISTEN"], "0.0.0.0:8080");
+    assert_eq!(report["settings"]["LONGTX_WEBHOOK_TOKEN"]["value"], "<set>");
+    assert_eq!(report["settings"]["LONGTX_WEBHOOK_TOKEN"]["from"], "env");
+    assert_eq!(report["settings"]["LONGTX_LISTEN"]["value"], "0.0.0.0:8080");
+    assert_eq!(report["settings"]["LONGTX_COOLDOWN"]["from"], "default");
     let bad = longtx(
         &["config", "check", "--json"],
         &[("LONGTX_LISTEN", "0.0.0.0:0")],
@@ -132,4 +134,41 @@ fn a_good_configuration_is_a_table_and_valid_and_json_says_the_same() {
     assert_eq!(bad.status.code(), Some(1));
     assert_eq!(report["valid"], false);
     assert_eq!(report["problems"][0]["key"], "LONGTX_WEBHOOK_TOKEN");
+}
+
+#[test]
+fn each_value_says_where_it_came_from() {
+    let dir = longtx_testkit::TempDir::new("config-check-from");
+    std::fs::write(dir.join("longtx.toml"), "threshold_seconds = 30\n").unwrap();
+    std::fs::write(dir.join("token"), "from-a-file\n").unwrap();
+    let token_file = dir.join("token");
+    let env = [
+        ("LONGTX_WEBHOOK_TOKEN_FILE", token_file.to_str().unwrap()),
+        ("LONGTX_COOLDOWN", "3d"),
+    ];
+    let out = longtx(
+        &["--config", "longtx.toml", "config", "check", "--json"],
+        &env,
+        &dir,
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let from = |key: &str| report["settings"][key]["from"].as_str().unwrap().to_owned();
+    assert_eq!(from("LONGTX_THRESHOLD_SECONDS"), "longtx.toml");
+    assert_eq!(
+        report["settings"]["LONGTX_THRESHOLD_SECONDS"]["value"],
+        "30"
+    );
+    assert_eq!(from("LONGTX_WEBHOOK_TOKEN"), "env (*_FILE)");
+    assert_eq!(from("LONGTX_COOLDOWN"), "env");
+    assert_eq!(from("LONGTX_LISTEN"), "default");
+    let table = longtx(&["--config", "longtx.toml", "config", "check"], &env, &dir);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("LONGTX_THRESHOLD_SECONDS")
+                && l.contains("longtx.toml")
+                && l.ends_with(" 30")),
+        "{table}"
+    );
 }

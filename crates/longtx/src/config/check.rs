@@ -14,6 +14,46 @@ pub struct Shown {
     pub value: String,
 }
 
+/// Where each setting's value came from, by environment name: `env`,
+/// `env (KEY_FILE)`, `longtx.toml` or `default`. Worked out from the same
+/// inputs `Config::load` reads, in its order (environment over the file).
+pub fn sources(
+    path: Option<&std::path::Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> std::collections::BTreeMap<String, &'static str> {
+    let file: toml::Table = path
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|text| text.parse().ok())
+        .unwrap_or_default();
+    let set = |name: &str| env(name).is_some_and(|v| !v.trim().is_empty());
+    let mut found = std::collections::BTreeMap::new();
+    for setting in super::reference::SETTINGS {
+        let names: Vec<&str> = setting
+            .env
+            .split('`')
+            .filter(|n| n.starts_with(|c: char| c.is_ascii_uppercase()))
+            .collect();
+        let file_keys: Vec<&str> = setting
+            .file_key
+            .split('`')
+            .filter(|k| k.starts_with(|c: char| c.is_ascii_lowercase()))
+            .collect();
+        for name in &names {
+            let from = if super::SECRET_KEYS.contains(name) && set(&format!("{name}_FILE")) {
+                "env (*_FILE)"
+            } else if set(name) {
+                "env"
+            } else if file_keys.iter().any(|k| file.contains_key(*k)) {
+                "longtx.toml"
+            } else {
+                "default"
+            };
+            found.insert((*name).to_owned(), from);
+        }
+    }
+    found
+}
+
 /// A setting `serve` would refuse, with what to do about it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Problem {
@@ -228,13 +268,19 @@ pub fn problems(c: &Config) -> Vec<Problem> {
     found
 }
 
-/// The text `config check` prints: the table, then the verdict.
-pub fn report(c: &Config) -> (String, Vec<Problem>) {
+/// The text `config check` prints: the table (key, where it came from,
+/// value), then the verdict.
+pub fn report(
+    c: &Config,
+    from: &std::collections::BTreeMap<String, &'static str>,
+) -> (String, Vec<Problem>) {
     let rows = shown(c);
     let width = rows.iter().map(|r| r.key.len()).max().unwrap_or(0);
     let mut out = String::new();
+    let _ = writeln!(out, "{:width$}  {:<12}  value", "setting", "from");
     for row in &rows {
-        let _ = writeln!(out, "{:width$}  {}", row.key, row.value);
+        let origin = from.get(row.key).copied().unwrap_or("");
+        let _ = writeln!(out, "{:width$}  {origin:<12}  {}", row.key, row.value);
     }
     let problems = problems(c);
     out.push('\n');
@@ -254,12 +300,22 @@ pub fn report(c: &Config) -> (String, Vec<Problem>) {
     (out, problems)
 }
 
-/// `--json`: `{"valid": bool, "settings": {...}, "problems": [...]}`.
-pub fn report_json(c: &Config) -> (serde_json::Value, Vec<Problem>) {
+/// `--json`: `{"valid": bool, "settings": {KEY: {"value", "from"}},
+/// "problems": [{"key", "message"}]}`.
+pub fn report_json(
+    c: &Config,
+    from: &std::collections::BTreeMap<String, &'static str>,
+) -> (serde_json::Value, Vec<Problem>) {
     let problems = problems(c);
     let settings: serde_json::Map<String, serde_json::Value> = shown(c)
         .into_iter()
-        .map(|s| (s.key.to_owned(), serde_json::Value::String(s.value)))
+        .map(|s| {
+            let origin = from.get(s.key).copied();
+            (
+                s.key.to_owned(),
+                serde_json::json!({"value": s.value, "from": origin}),
+            )
+        })
         .collect();
     (
         serde_json::json!({
