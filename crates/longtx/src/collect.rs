@@ -54,7 +54,7 @@ pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
         .route("/healthz", get(|| async { "ok" }))
         .with_state(collector);
     axum::serve(listener, app)
-        .with_graceful_shutdown(crate::serve::shutdown_signal())
+        .with_graceful_shutdown(crate::signals::shutdown_signal())
         .await
         .context("serving HTTP")
 }

@@ -9,6 +9,7 @@ mod doctor;
 mod offline;
 mod process_tuning;
 mod serve;
+mod signals;
 mod worker_settings;
 
 use anyhow::Context;

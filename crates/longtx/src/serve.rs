@@ -87,7 +87,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         listener,
         longtx_http::router(state),
         longtx_http::ServerLimits::default(),
-        shutdown_signal(),
+        crate::signals::shutdown_signal(),
     )
     .await;
     // The workers stop before the pool closes, so none of them fails
@@ -339,15 +339,5 @@ async fn roll_up_alerts(store: longtx_store::Store) {
                 }
             }
         }
-    }
-}
-
-pub(crate) async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("installing the SIGTERM handler");
-    tokio::select! {
-        _ = interrupt => tracing::info!("SIGINT received"),
-        _ = terminate.recv() => tracing::info!("SIGTERM received"),
     }
 }
