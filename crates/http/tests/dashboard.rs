@@ -95,8 +95,16 @@ fn every_state() -> Vec<Seed> {
 
 async fn seed(app: &TestApp) -> Vec<i64> {
     let mut conn = app.db.connect().await;
+    let ids = seed_jobs(&mut conn, every_state()).await;
+    seed_history(&mut conn, &ids).await;
+    app.store.set_paused(true).await.unwrap();
+    ids
+}
+
+/// The jobs, their review requests and what their runs cost.
+async fn seed_jobs(conn: &mut sqlx::PgConnection, seeds: Vec<Seed>) -> Vec<i64> {
     let mut ids = Vec::new();
-    for s in every_state() {
+    for s in seeds {
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO jobs (query_source, state, tables, alert_count, max_duration_seconds, \
                  created_at, updated_at, ended_at, lease_until, dispatched_at, run_id, run_url, \
@@ -117,7 +125,7 @@ async fn seed(app: &TestApp) -> Vec<i64> {
         .bind(s.pr.map(|p| p.0))
         .bind(s.pr.map(|p| p.1))
         .bind(&s.reviewers)
-        .fetch_one(&mut conn)
+        .fetch_one(&mut *conn)
         .await
         .unwrap();
         if let Some(reviewers) = &s.reviewers {
@@ -132,7 +140,7 @@ async fn seed(app: &TestApp) -> Vec<i64> {
             sqlx::query("INSERT INTO review_requests (job_id, reviewer) VALUES ($1, $2)")
                 .bind(id)
                 .bind(key)
-                .execute(&mut conn)
+                .execute(&mut *conn)
                 .await
                 .unwrap();
         }
@@ -143,14 +151,20 @@ async fn seed(app: &TestApp) -> Vec<i64> {
         "INSERT INTO run_reports (job_id, run_id, agent, cost_usd, turns) \
          SELECT id, 9000 + id, 'claude', 0.35 * id, 4 + id FROM jobs WHERE pr_number IS NOT NULL",
     )
-    .execute(&mut conn)
+    .execute(&mut *conn)
     .await
     .unwrap();
+    ids
+}
+
+/// The test's history: more review requests, a fortnight of alerts, and
+/// the hostile source's own.
+async fn seed_history(conn: &mut sqlx::PgConnection, ids: &[i64]) {
     // alice also reviewed a fix that merged: 2 requests, 1 open.
     sqlx::query("INSERT INTO review_requests (job_id, reviewer) VALUES ($1, 'alice'), ($2, 'bob')")
         .bind(ids[6])
         .bind(ids[8])
-        .execute(&mut conn)
+        .execute(&mut *conn)
         .await
         .unwrap();
     // Alerts: every source, one a day for a fortnight, of varied lengths (at
@@ -161,7 +175,7 @@ async fn seed(app: &TestApp) -> Vec<i64> {
                 CASE WHEN d = 0 THEN 'created' ELSE 'deduped' END, j.id, '{}' \
          FROM jobs j CROSS JOIN generate_series(0, 13) AS d",
     )
-    .execute(&mut conn)
+    .execute(&mut *conn)
     .await
     .unwrap();
     sqlx::query(
@@ -169,11 +183,9 @@ async fn seed(app: &TestApp) -> Vec<i64> {
          VALUES ('datadog', $1, 480, 'deduped', '{}'), ('datadog', NULL, NULL, 'rejected', '{}')",
     )
     .bind(HOSTILE)
-    .execute(&mut conn)
+    .execute(&mut *conn)
     .await
     .unwrap();
-    app.store.set_paused(true).await.unwrap();
-    ids
 }
 
 /// Runs headless Chromium on `url` with `args`; returns its stdout.
@@ -357,9 +369,7 @@ async fn chromium_renders_every_state_the_charts_and_escapes_hostile_values() {
     assert!(!hostile_dom.contains("<script") && !hostile_dom.contains("<img"));
 
     let folder = tempdir("screenshot");
-    let shot = std::env::var_os("LONGTX_SCREENSHOT_OUT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| folder.join("dashboard.png"));
+    let shot = folder.join("dashboard.png");
     chromium(
         &app.url("/"),
         &[
@@ -504,5 +514,105 @@ async fn pages_need_a_token_off_loopback_and_the_dashboard_token_opens_only_them
             .status(),
         400
     );
+    app.shutdown().await;
+}
+
+/// Sources and states as a real monolith's first month would have them.
+fn a_real_looking_month() -> Vec<Seed> {
+    use JobState::*;
+    vec![
+        job("Billing::InvoiceSyncWorker", Queued),
+        job("admin/users#update", AgentRunning).run(9101),
+        job("api/v1/orders#create", PreReview).run(9102).pr(143),
+        job("checkouts#complete", InReview)
+            .run(9103)
+            .pr(141)
+            .reviewer("user", "alice", "CODEOWNERS: /app/models/order.rb @alice"),
+        job("Payments::CaptureWorker", InReview)
+            .run(9104)
+            .pr(142)
+            .reviewer("team", "acme/payments", "LONGTX_FALLBACK_TEAM"),
+        job("carts#update", Merged).run(9105).pr(137).ended(9),
+        job("Shipping::LabelWorker", Merged)
+            .run(9106)
+            .pr(130)
+            .ended(16),
+        job("rake:reports:monthly", Wontfix)
+            .run(9107)
+            .pr(135)
+            .ended(6),
+        job("exports#download", Closed).run(9108).pr(133).ended(11),
+        job("search/reindex#create", RejectedByReview)
+            .run(9109)
+            .pr(139)
+            .ended(3),
+        job("NotificationDigestWorker", NoPr).run(9110).ended(4),
+    ]
+}
+
+/// A month of alerts: each source has its own typical length, alerts on
+/// some days and not others, and a merged fix's source goes quiet after
+/// its merge.
+async fn seed_a_real_looking_history(conn: &mut sqlx::PgConnection) {
+    sqlx::query(
+        "INSERT INTO alert_events (received_at, origin, query_source, table_name, duration_seconds, outcome, job_id, raw_payload) \
+         SELECT now() - make_interval(days => d, hours => ((j.id * 7 + d * 5) % 20)::int), \
+                CASE WHEN j.id % 3 = 0 THEN 'datadog' ELSE 'alertmanager' END, \
+                j.query_source, (ARRAY['orders','users','payments','carts','shipments'])[1 + j.id % 5], \
+                greatest(101, 90 + (j.id * 41) % 260 + ((d * 23 + j.id * 13) % 90) - 40), \
+                'deduped', j.id, '{}' \
+         FROM jobs j CROSS JOIN generate_series(0, 29) AS d \
+         WHERE (d * 7 + j.id * 3) % 5 <> 0 \
+           AND d <= 8 + (j.id * 11) % 22 \
+           AND (j.ended_at IS NULL OR j.state <> 'merged' OR now() - make_interval(days => d) < j.ended_at)",
+    )
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+}
+
+/// The dashboard's picture in the docs (`docs/dashboard.png`), from the
+/// history above rather than the hostile one the other tests use:
+/// `LONGTX_SCREENSHOT_OUT=$PWD/docs/dashboard.png cargo test -p longtx-http
+/// --test dashboard the_docs_picture` refreshes it.
+#[tokio::test]
+async fn the_docs_picture_shows_a_real_looking_month() {
+    let app = TestApp::spawn().await;
+    let mut conn = app.db.connect().await;
+    seed_jobs(&mut conn, a_real_looking_month()).await;
+    seed_a_real_looking_history(&mut conn).await;
+    // The jobs' own figures agree with their alerts.
+    sqlx::query(
+        "UPDATE jobs j SET alert_count = greatest(1, a.n), max_duration_seconds = coalesce(a.longest, 150), \
+                tables = coalesce(a.tables, '{orders}') \
+         FROM (SELECT j2.id, count(e.id) AS n, max(e.duration_seconds) AS longest, \
+                      array_agg(DISTINCT e.table_name) FILTER (WHERE e.table_name IS NOT NULL) AS tables \
+               FROM jobs j2 LEFT JOIN alert_events e ON e.job_id = j2.id GROUP BY j2.id) a \
+         WHERE a.id = j.id",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    while app.store.roll_up_alerts(10_000).await.unwrap() > 0 {}
+    let folder = tempdir("docs-picture");
+    let shot = std::env::var_os("LONGTX_SCREENSHOT_OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| folder.join("dashboard.png"));
+    let dom = chromium(&app.url("/"), &["--dump-dom".to_owned()]).await;
+    assert!(!dom.contains("<img src=x") && !dom.contains("javascript:"));
+    assert_eq!(
+        dom.matches(r#"<tr class="job""#).count(),
+        11,
+        "every job is listed"
+    );
+    chromium(
+        &app.url("/"),
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1360,2400".to_owned(),
+        ],
+    )
+    .await;
+    assert_eq!(png_size(&shot), (1360, 2400));
     app.shutdown().await;
 }
