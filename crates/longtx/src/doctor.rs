@@ -76,7 +76,22 @@ struct Report<'a> {
 /// Runs every check, prints them (`json`: one JSON document), and returns
 /// whether none failed. `fix` creates what longtx can create (labels).
 pub async fn run(config: &Config, fix: bool, json: bool) -> anyhow::Result<bool> {
-    let mut checks = local::checks(config).await;
+    // What `serve` would refuse comes first: the rest may make no sense
+    // until it is corrected.
+    let mut checks: Vec<Check> = crate::config::check::problems(config)
+        .into_iter()
+        .map(|p| {
+            Check::fail(
+                &format!("config.{}", p.key),
+                p.message,
+                format!(
+                    "correct {} (`longtx config check` shows every setting)",
+                    p.key
+                ),
+            )
+        })
+        .collect();
+    checks.extend(local::checks(config).await);
     checks.extend(github::checks(config, fix).await);
     let ok = !checks.iter().any(|c| c.status == Status::Fail);
     if json {

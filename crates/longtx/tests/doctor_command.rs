@@ -272,7 +272,7 @@ async fn without_github_doctor_says_what_it_skipped_and_passes_only_when_a_dry_r
 }
 
 #[tokio::test]
-async fn an_unreachable_github_is_told_apart_from_a_wrong_repository() {
+async fn a_bad_url_and_an_unreachable_github_are_told_apart_from_a_wrong_repository() {
     let db = TestDatabase::create().await;
     db.store(&Default::default()).migrate().await.unwrap();
     let github = FakeGitHub::start().await;
@@ -298,6 +298,17 @@ async fn an_unreachable_github_is_told_apart_from_a_wrong_repository() {
             serde_json::from_slice::<Value>(&out.stdout).unwrap()
         })
     };
+    let not_a_url = run("api.github.com".to_owned(), "acme/monolith")
+        .await
+        .unwrap();
+    let (got, text) = status(&not_a_url, "config.LONGTX_GITHUB_API_URL");
+    assert_eq!(got, "fail");
+    assert!(
+        text.contains("is not a URL") && !text.contains("App id"),
+        "{text}"
+    );
+    assert_eq!(status(&not_a_url, "github").0, "skip");
+
     let unreachable = run(format!("http://127.0.0.1:{closed}"), "acme/monolith")
         .await
         .unwrap();

@@ -97,6 +97,12 @@ pub async fn checks(config: &Config, fix: bool) -> Vec<Check> {
             )]
         }
     };
+    if url::Url::parse(&gh.api_url).is_err() {
+        return vec![Check::skip(
+            "github",
+            "LONGTX_GITHUB_API_URL is not a URL (see config.LONGTX_GITHUB_API_URL): GitHub is not checked",
+        )];
+    }
     let client = match OctocrabGitHub::new(&gh.api_url, credentials, Duration::from_secs(30)) {
         Ok(client) => client,
         Err(e) => {
