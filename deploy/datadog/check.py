@@ -308,20 +308,20 @@ def main():
     check("payload puts query_source where longtx looks", json.loads(payload_template).get("scope") == "$ALERT_SCOPE",
           "scope = $ALERT_SCOPE (the monitor group: query_source:...,table:...)")
 
-    # Same payload as longtx's README recommends (its "### Datadog" section).
-    if repo and (repo / "README.md").is_file():
-        readme = (repo / "README.md").read_text()
-        sec = readme.split("### Datadog", 1)[-1]
+    # Same payload as longtx's book recommends (the "## Datadog" section of its intake page).
+    page = repo / "docs/book/src/intake.md" if repo else None
+    if page and page.is_file():
+        sec = page.read_text().split("## Datadog", 1)[-1]
         m = re.search(r"```json\n(.*?)```", sec, re.S)
         if m:
             recommended = json.loads(m.group(1))
             ours = json.loads(payload_template)
-            check("payload equals longtx README's", ours == recommended,
-                  "same keys and variables", f"README: {recommended}\nkit: {ours}")
+            check("payload equals longtx's intake page", ours == recommended,
+                  "same keys and variables", f"book: {recommended}\nkit: {ours}")
         else:
-            skip("payload equals longtx README's", "no JSON block in README's Datadog section")
+            check("payload equals longtx's intake page", False, "", "no JSON block in the page's Datadog section")
     else:
-        skip("payload equals longtx README's", "longtx repository not found")
+        skip("payload equals longtx's intake page", "longtx repository not found")
 
     # Run the rendered bodies through the parser's rules.
     alert = lt_to_alert(body)

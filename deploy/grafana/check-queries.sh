@@ -37,7 +37,7 @@ done
 # What longtx exposes: name, type, labels. From crates/metrics (the registry),
 # crates/http/src/{intake,metrics}.rs, crates/pipeline/src/{dispatch,reviewers}.rs,
 # crates/github/src/octo.rs, crates/collector/src/lib.rs. Keep it in step
-# with README's Metrics table when a metric is added or renamed.
+# with the Metrics table of the book's operations page when a metric is added or renamed.
 KNOWN_METRICS='
 longtx_alerts_received_total                      counter   query_source outcome
 longtx_alerts_rejected_total                      counter   origin
