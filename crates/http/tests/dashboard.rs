@@ -369,17 +369,21 @@ async fn chromium_renders_every_state_the_charts_and_escapes_hostile_values() {
     assert!(!hostile_dom.contains("<script") && !hostile_dom.contains("<img"));
 
     let folder = tempdir("screenshot");
-    let shot = folder.join("dashboard.png");
+    screenshot(&app.url("/"), &folder.join("dashboard.png"), (1360, 3000)).await;
+    app.shutdown().await;
+}
+
+/// Takes a picture of `url` at `size` into `shot`, and checks it is one.
+async fn screenshot(url: &str, shot: &Path, size: (u32, u32)) {
     chromium(
-        &app.url("/"),
+        url,
         &[
             format!("--screenshot={}", shot.display()),
-            "--window-size=1360,3000".to_owned(),
+            format!("--window-size={},{}", size.0, size.1),
         ],
     )
     .await;
-    assert_eq!(png_size(&shot), (1360, 3000));
-    app.shutdown().await;
+    assert_eq!(png_size(shot), size);
 }
 
 #[tokio::test]
@@ -605,14 +609,6 @@ async fn the_docs_picture_shows_a_real_looking_month() {
         11,
         "every job is listed"
     );
-    chromium(
-        &app.url("/"),
-        &[
-            format!("--screenshot={}", shot.display()),
-            "--window-size=1360,2400".to_owned(),
-        ],
-    )
-    .await;
-    assert_eq!(png_size(&shot), (1360, 2400));
+    screenshot(&app.url("/"), &shot, (1360, 2400)).await;
     app.shutdown().await;
 }
