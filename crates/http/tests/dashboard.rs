@@ -188,12 +188,27 @@ async fn seed_history(conn: &mut sqlx::PgConnection, ids: &[i64]) {
     .unwrap();
 }
 
+/// The browser to drive: `LONGTX_CHROMIUM`, else the first of Debian's
+/// `chromium`, `chromium-browser` and `google-chrome` (what GitHub's Ubuntu
+/// runners carry) on PATH.
+fn browser() -> String {
+    if let Ok(chosen) = std::env::var("LONGTX_CHROMIUM") {
+        return chosen;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|name| std::env::split_paths(&path).any(|dir| dir.join(name).is_file()))
+        .unwrap_or("chromium")
+        .to_owned()
+}
+
 /// Runs headless Chromium on `url` with `args`; returns its stdout.
 async fn chromium(url: &str, args: &[String]) -> String {
     let profile = tempdir("chromium-profile");
     let output = tokio::time::timeout(
         Duration::from_secs(90),
-        tokio::process::Command::new("chromium")
+        tokio::process::Command::new(browser())
             .args([
                 "--headless",
                 "--no-sandbox",
