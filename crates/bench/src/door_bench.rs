@@ -225,19 +225,13 @@ async fn slow_client(addr: String, body: bool, stop: Arc<AtomicBool>, cut: Arc<A
     }
 }
 
+/// An authorised alert, one of 20 sources, as Alertmanager sends it.
 fn alert(n: u64) -> String {
-    serde_json::json!({
-        "version": "4", "status": "firing", "receiver": "longtx", "groupKey": format!("{{}}:{{n=\"{n}\"}}"),
-        "groupLabels": {}, "commonLabels": {}, "commonAnnotations": {}, "externalURL": "http://am",
-        "alerts": [{
-            "status": "firing",
-            "labels": {"alertname": "LongTransaction", "query_source": format!("bench/door#alert_{}", n % 20), "table": "orders"},
-            "annotations": {"value": "150"},
-            "startsAt": "2026-12-04T00:00:00Z", "endsAt": "0001-01-01T00:00:00Z",
-            "fingerprint": format!("{n:016x}")
-        }]
-    })
-    .to_string()
+    use longtx_testkit::payloads::{AmAlert, AmWebhook};
+    let source = format!("bench/door#alert_{}", n % 20);
+    AmWebhook::with(AmAlert::firing(&source).table("orders").value(150.0))
+        .to_json()
+        .to_string()
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

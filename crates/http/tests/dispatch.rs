@@ -352,28 +352,13 @@ async fn without_credentials_the_dispatch_is_recorded_not_sent() {
     );
 
     // The would-be dispatch is there to inspect: in the API and on the page.
-    let detail: Value = app
-        .client
-        .get(app.url(&format!("/api/jobs/{job}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (status, detail) = app.get_json(&format!("/api/jobs/{job}")).await;
+    assert_eq!(status, 200, "{detail}");
     let shown = &detail["dispatches"][0];
     assert_eq!(shown["dry_run"], true, "{detail}");
     assert_eq!(shown["request"]["workflow"], "long-transaction-fix.yml");
     assert_eq!(shown["request"]["inputs"]["prompt_token"], "<redacted>");
-    let page = app
-        .client
-        .get(app.url(&format!("/jobs/{job}")))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = app.get_text(&format!("/jobs/{job}")).await;
     assert!(
         page.contains("The dispatch longtx would have sent"),
         "{page}"

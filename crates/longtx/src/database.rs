@@ -47,21 +47,18 @@ impl Database {
             // "timed out" five seconds later.
             first_connection(&options, config.database_url.as_deref()).await?;
         }
-        let store = Store::connect(options, &settings);
+        let store = Store::connect(options.clone(), &settings);
         if embedded.is_none() {
             // Fail at start with a sentence that names the URL setting to
             // change, rather than at the first request.
             if let Err(err) = store.ping().await {
-                let message = err.to_string();
-                let hint = longtx_core::db_errors::tls_hint(
-                    longtx_core::db_errors::Flavour::Postgres,
-                    &message,
-                    config
-                        .database_url
-                        .as_deref()
-                        .is_some_and(longtx_core::db_errors::tls_disabled),
-                );
-                anyhow::bail!("DATABASE_URL: {}", hint.unwrap_or(message));
+                let said = match &err {
+                    longtx_store::StoreError::Database(e) => {
+                        explain(e, &options, config.database_url.as_deref())
+                    }
+                    other => other.to_string(),
+                };
+                anyhow::bail!("DATABASE_URL: {said}");
             }
         }
         Ok(Database { store, embedded })
@@ -105,6 +102,18 @@ async fn first_connection(
             "DATABASE_URL: no answer from {at} within 10 s: is a firewall dropping the connection, or the host down?"
         ),
     };
+    anyhow::bail!("DATABASE_URL: {}", explain(&err, options, url))
+}
+
+/// What a failed connection to the configured server means: refused,
+/// unknown host, unreachable, TLS (with the sslmode or CA to set), or the
+/// server's own refusal; host and port named, never the password.
+fn explain(
+    err: &sqlx::Error,
+    options: &sqlx::postgres::PgConnectOptions,
+    url: Option<&str>,
+) -> String {
+    let at = format!("{}:{}", options.get_host(), options.get_port());
     let message = err.to_string();
     // TLS problems first: the hint says which sslmode or CA to set.
     let tls = longtx_core::db_errors::tls_hint(
@@ -112,7 +121,7 @@ async fn first_connection(
         &message,
         url.is_some_and(longtx_core::db_errors::tls_disabled),
     );
-    let said = match (&err, tls) {
+    match (err, tls) {
         (_, Some(hint)) => hint,
         (sqlx::Error::Io(io), _) if io.kind() == std::io::ErrorKind::ConnectionRefused => format!(
             "connection refused at {at}: is PostgreSQL running and listening there (host and port in DATABASE_URL)?"
@@ -124,6 +133,5 @@ async fn first_connection(
         (sqlx::Error::Io(io), _) => format!("cannot reach {at}: {io}"),
         (sqlx::Error::Tls(_), None) => format!("the TLS handshake with {at} failed: {message}"),
         (_, None) => format!("{at} refused the connection: {message}"),
-    };
-    anyhow::bail!("DATABASE_URL: {said}")
+    }
 }

@@ -78,8 +78,11 @@ struct Report<'a> {
 pub async fn run(config: &Config, fix: bool, json: bool) -> anyhow::Result<bool> {
     // What `serve` would refuse comes first: the rest may make no sense
     // until it is corrected.
+    // The ignore list has its own check below (with its entry count), so
+    // it is not reported twice.
     let mut checks: Vec<Check> = crate::config::check::problems(config)
         .into_iter()
+        .filter(|p| p.key != "LONGTX_IGNORE_LIST")
         .map(|p| {
             Check::fail(
                 &format!("config.{}", p.key),

@@ -28,27 +28,17 @@ pub fn sources(
     let set = |name: &str| env(name).is_some_and(|v| !v.trim().is_empty());
     let mut found = std::collections::BTreeMap::new();
     for setting in super::reference::SETTINGS {
-        let names: Vec<&str> = setting
-            .env
-            .split('`')
-            .filter(|n| n.starts_with(|c: char| c.is_ascii_uppercase()))
-            .collect();
-        let file_keys: Vec<&str> = setting
-            .file_key
-            .split('`')
-            .filter(|k| k.starts_with(|c: char| c.is_ascii_lowercase()))
-            .collect();
-        for name in &names {
-            let from = if super::SECRET_KEYS.contains(name) && set(&format!("{name}_FILE")) {
+        for name in setting.env_names() {
+            let from = if super::SECRET_KEYS.contains(&name) && set(&format!("{name}_FILE")) {
                 "env (*_FILE)"
             } else if set(name) {
                 "env"
-            } else if file_keys.iter().any(|k| file.contains_key(*k)) {
+            } else if setting.file_keys().any(|k| file.contains_key(k)) {
                 "longtx.toml"
             } else {
                 "default"
             };
-            found.insert((*name).to_owned(), from);
+            found.insert(name.to_owned(), from);
         }
     }
     found
@@ -222,6 +212,16 @@ fn redact(text: &str) -> String {
     super::review::redact_url(text)
 }
 
+/// `LONGTX_GITHUB_API_URL`, when it is not an http(s) URL (doctor skips
+/// its GitHub checks then).
+pub fn api_url_problem(c: &Config) -> Option<Problem> {
+    http_url(
+        "LONGTX_GITHUB_API_URL",
+        &c.github.api_url,
+        "of GitHub's REST API (https://api.github.com, or https://HOST/api/v3)",
+    )
+}
+
 /// Every reason `serve` would refuse to start with `c`, before it touches
 /// the network; none means it would start.
 pub fn problems(c: &Config) -> Vec<Problem> {
@@ -254,11 +254,7 @@ pub fn problems(c: &Config) -> Vec<Problem> {
         &c.github.public_url,
         "where the workflow runs reach longtx",
     ));
-    found.extend(http_url(
-        "LONGTX_GITHUB_API_URL",
-        &c.github.api_url,
-        "of GitHub's REST API (https://api.github.com, or https://HOST/api/v3)",
-    ));
+    found.extend(api_url_problem(c));
     if let Err(e) = crate::serve::read_ignore_list(&c.ignore_list) {
         found.push(Problem {
             key: "LONGTX_IGNORE_LIST",

@@ -12,6 +12,22 @@ pub struct Setting {
     pub meaning: &'static str,
 }
 
+impl Setting {
+    /// The environment variables named (without their Markdown).
+    pub fn env_names(&self) -> impl Iterator<Item = &'static str> {
+        self.env
+            .split('`')
+            .filter(|n| n.starts_with(|c: char| c.is_ascii_uppercase()))
+    }
+
+    /// The `longtx.toml` keys named (without their Markdown).
+    pub fn file_keys(&self) -> impl Iterator<Item = &'static str> {
+        self.file_key
+            .split('`')
+            .filter(|k| k.starts_with(|c: char| c.is_ascii_lowercase()))
+    }
+}
+
 pub const SETTINGS: &[Setting] = &[
     Setting {
         file_key: "`database_url`",
@@ -360,7 +376,7 @@ mod tests {
             }
             let listed = SETTINGS
                 .iter()
-                .any(|s| s.env.split('`').any(|name| name == shown.key));
+                .any(|s| s.env_names().any(|name| name == shown.key));
             assert!(
                 listed,
                 "{} is missing from the settings reference",

@@ -97,7 +97,7 @@ pub async fn checks(config: &Config, fix: bool) -> Vec<Check> {
             )]
         }
     };
-    if url::Url::parse(&gh.api_url).is_err() {
+    if crate::config::check::api_url_problem(config).is_some() {
         return vec![Check::skip(
             "github",
             "LONGTX_GITHUB_API_URL is not a URL (see config.LONGTX_GITHUB_API_URL): GitHub is not checked",
