@@ -65,21 +65,48 @@ hold "SELECT * FROM reports WHERE id = 1 FOR UPDATE /*rake_task:reports:monthly*
 hold "SELECT * FROM exports WHERE id = 1 FOR UPDATE /*application:Shop,controller:checkouts,action:create*/;"
 hold "SELECT * FROM syncs WHERE id = 1 FOR UPDATE /*job='Billing%3A%3ASyncJob'*/;"
 sleep 3
+# Behind the holders of orders: a migration, and a read queued behind the
+# migration's pending exclusive lock (both wait until the holders end).
+{ my shop -e "ALTER TABLE orders ADD COLUMN note INT" > /dev/null 2>&1 || true; } & pids+=($!)
+sleep 1
+{ my shop -e "/*action:show*/ SELECT * FROM orders" > /dev/null 2>&1 || true; } & pids+=($!)
+sleep 1
 
 query="$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["instances"][0]["custom_queries"][0]["query"])' "$here/mysql.d/conf.yaml")"
 echo "== custom query (as the Agent's user would run it)"
 mariadb --no-defaults -h127.0.0.1 -P"$port" -ucollector -pcollector-pw -N -e "$query" \
-  | awk -F'\t' '{print $2, $3}' | sort | tee "$work/agent.txt"
+  > "$work/agent.tsv"
+awk -F'\t' '{print $2, $3}' "$work/agent.tsv" | sort | tee "$work/agent.txt"
+echo "== waiters (table source ddl dml other)"
+awk -F'\t' '$4 + $5 + $6 > 0 {print $2, $3, $4, $5, $6}' "$work/agent.tsv" | sort | tee "$work/agent-waiters.txt"
+grep -qx 'orders admin/orders#update 1 1 0' "$work/agent-waiters.txt" \
+  || { echo "the custom query did not count the ALTER and the read waiting on orders" >&2; exit 1; }
 
 if [[ -n "${LONGTX:-}" ]]; then
   echo "== longtx collect --once"
-  "$LONGTX" collect --dsn "mysql://collector:collector-pw@127.0.0.1:$port" --once 2> "$work/longtx.log" \
-    | sed -n 's/^longtx_mdl_holder_max_tx_duration_seconds{table="\([^"]*\)",query_source="\([^"]*\)"}.*/\1 \2/p' \
-    | sort | tee "$work/longtx.txt"
+  "$LONGTX" collect --dsn "mysql://collector:collector-pw@127.0.0.1:$port" --once 2> "$work/longtx.log" > "$work/longtx.prom"
+  sed -n 's/^longtx_mdl_holder_max_tx_duration_seconds{table="\([^"]*\)",query_source="\([^"]*\)"}.*/\1 \2/p' \
+    "$work/longtx.prom" | sort | tee "$work/longtx.txt"
   if diff -u "$work/longtx.txt" "$work/agent.txt"; then
     echo "SAME tables and sources as longtx collect"
   else
     echo "DIFFERENT from longtx collect (see above)"
+    exit 1
+  fi
+  python3 - "$work/longtx.prom" > "$work/longtx-waiters.txt" <<'PY'
+import re, sys
+counts = {}
+for line in open(sys.argv[1]):
+    m = re.match(r'longtx_mdl_waiters\{table="([^"]*)",query_source="([^"]*)",kind="([^"]*)"\} (\S+)', line)
+    if m:
+        counts.setdefault((m[1], m[2]), {})[m[3]] = int(float(m[4]))
+for (table, source), k in sorted(counts.items()):
+    print(table, source, k.get("ddl", 0), k.get("dml", 0), k.get("other", 0))
+PY
+  if diff -u "$work/longtx-waiters.txt" "$work/agent-waiters.txt"; then
+    echo "SAME waiters as longtx collect"
+  else
+    echo "DIFFERENT waiters from longtx collect (see above)"
     exit 1
   fi
 fi

@@ -3,6 +3,7 @@
 //! label cardinality. Pure; the database adapters produce the holders.
 
 use longtx_core::query_logs::{looks_like_comment, query_source_from_comment, query_source_in_sql};
+use longtx_core::waiters::{kind_of, Waiters};
 use longtx_core::QuerySource;
 use std::collections::{BTreeMap, HashSet};
 
@@ -26,11 +27,21 @@ pub struct Holder {
     pub seconds: f64,
 }
 
+/// A session waiting for a lock on a table, as a database reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waiting {
+    pub table: String,
+    /// The statement that waits; only its kind is kept.
+    pub statement: String,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     pub table: String,
     pub query_source: String,
     pub seconds: f64,
+    /// The sessions waiting on the table's lock, behind this holder.
+    pub waiters: Waiters,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -54,9 +65,20 @@ pub fn source_of(holder: &Holder) -> String {
         .map_or_else(|| UNKNOWN.to_owned(), |s| s.as_str().to_owned())
 }
 
-/// One series per table: the longest holder and its source. Past the caps
-/// (by duration, longest kept), sources and tables become `other`.
-pub fn fold(holders: &[Holder], caps: Caps) -> Vec<Series> {
+/// One series per table: the longest holder, its source, and the sessions
+/// waiting on the table (a waiter queues behind every holder of the table;
+/// it is counted once, against the longest). Waiters on a table with no
+/// holder in sight are not counted: nobody could be asked to fix them.
+/// Past the caps (by duration, longest kept), sources and tables become
+/// `other`, their waiters added up.
+pub fn fold(holders: &[Holder], waiting: &[Waiting], caps: Caps) -> Vec<Series> {
+    let mut waiters_on: BTreeMap<&str, Waiters> = BTreeMap::new();
+    for w in waiting {
+        waiters_on
+            .entry(w.table.as_str())
+            .or_default()
+            .add(kind_of(&w.statement), 1);
+    }
     let mut longest: BTreeMap<&str, (&Holder, f64)> = BTreeMap::new();
     for holder in holders {
         let entry = longest
@@ -72,6 +94,7 @@ pub fn fold(holders: &[Holder], caps: Caps) -> Vec<Series> {
             table: table.to_owned(),
             query_source: source_of(holder),
             seconds,
+            waiters: waiters_on.get(table).copied().unwrap_or_default(),
         })
         .collect();
     series.sort_by(|a, b| {
@@ -82,7 +105,7 @@ pub fn fold(holders: &[Holder], caps: Caps) -> Vec<Series> {
 
     let mut sources = HashSet::new();
     let mut tables = 0;
-    let mut folded: BTreeMap<(String, String), f64> = BTreeMap::new();
+    let mut folded: BTreeMap<(String, String), (f64, Waiters)> = BTreeMap::new();
     for s in series {
         let source = if sources.contains(&s.query_source) || sources.len() < caps.max_sources {
             sources.insert(s.query_source.clone());
@@ -96,15 +119,17 @@ pub fn fold(holders: &[Holder], caps: Caps) -> Vec<Series> {
         } else {
             OTHER.to_owned()
         };
-        let value = folded.entry((table, source)).or_insert(0.0);
-        *value = value.max(s.seconds);
+        let (seconds, waiters) = folded.entry((table, source)).or_default();
+        *seconds = seconds.max(s.seconds);
+        *waiters = waiters.plus(s.waiters);
     }
     folded
         .into_iter()
-        .map(|((table, query_source), seconds)| Series {
+        .map(|((table, query_source), (seconds, waiters))| Series {
             table,
             query_source,
             seconds,
+            waiters,
         })
         .collect()
 }
@@ -136,6 +161,7 @@ mod tests {
                 holder("users", "UPDATE users SET a = 1 /*controller='Admin::UsersController',action='update'*/", 40.0),
                 holder("carts", "SELECT 1", 9.0),
             ],
+            &[],
             CAPS,
         );
         let got: Vec<_> = series
@@ -165,6 +191,7 @@ mod tests {
             .collect();
         let series = fold(
             &holders,
+            &[],
             Caps {
                 max_sources: 3,
                 max_tables: 100,
@@ -175,6 +202,7 @@ mod tests {
         assert_eq!(series.len(), 10, "every table still reports");
         let capped = fold(
             &holders,
+            &[],
             Caps {
                 max_sources: 100,
                 max_tables: 2,
@@ -197,9 +225,59 @@ mod tests {
         assert_eq!(source_of(&holder("t", control, 1.0)), "unknown");
         let series = fold(
             &[holder("t", "SELECT secret FROM t WHERE token = 'x'", 5.0)],
+            &[],
             CAPS,
         );
         assert_eq!(series[0].query_source, "unknown");
+    }
+
+    #[test]
+    fn waiters_count_against_their_tables_longest_holder_by_kind() {
+        let waiting = |table: &str, statement: &str| Waiting {
+            table: table.into(),
+            statement: statement.into(),
+        };
+        let series = fold(
+            &[
+                holder("orders", "SELECT 1 /*sidekiq_worker:SlowWorker*/", 300.0),
+                holder("orders", "SELECT 1 /*sidekiq_worker:QuickWorker*/", 2.0),
+                holder("users", "SELECT 1 /*sidekiq_worker:UserWorker*/", 50.0),
+            ],
+            &[
+                waiting("orders", "ALTER TABLE orders ADD COLUMN x INT"),
+                waiting("orders", "SELECT * FROM orders /*action:show*/"),
+                waiting("orders", "UPDATE orders SET a = 1"),
+                waiting("nobody_holds_this", "ALTER TABLE nobody_holds_this DROP y"),
+            ],
+            CAPS,
+        );
+        let orders = series.iter().find(|s| s.table == "orders").unwrap();
+        assert_eq!(orders.query_source, "SlowWorker");
+        assert_eq!(
+            (orders.waiters.ddl, orders.waiters.dml, orders.waiters.other),
+            (1, 2, 0)
+        );
+        assert!(series
+            .iter()
+            .find(|s| s.table == "users")
+            .unwrap()
+            .waiters
+            .is_empty());
+        assert_eq!(series.len(), 2, "a table nobody holds makes no series");
+        let folded = fold(
+            &[
+                holder("a", "SELECT 1 /*sidekiq_worker:W*/", 9.0),
+                holder("b", "SELECT 1 /*sidekiq_worker:W*/", 5.0),
+                holder("c", "SELECT 1 /*sidekiq_worker:W*/", 4.0),
+            ],
+            &[waiting("b", "ALTER TABLE b"), waiting("c", "ALTER TABLE c")],
+            Caps {
+                max_sources: 10,
+                max_tables: 1,
+            },
+        );
+        let other = folded.iter().find(|s| s.table == "other").unwrap();
+        assert_eq!(other.waiters.ddl, 2, "folded tables add their waiters up");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `longtx collect`: per table, the longest-running transaction holding a
 //! metadata lock, with the `query_source` its statement names, as the
-//! Prometheus gauge `longtx_mdl_holder_max_tx_duration_seconds`.
+//! Prometheus gauge `longtx_mdl_holder_max_tx_duration_seconds`; and the
+//! sessions waiting behind it, by kind, as `longtx_mdl_waiters`.
 //!
 //! One connection, polled read-only with a short statement timeout; on any
 //! error it is dropped and made again on the next tick, and the figures
@@ -10,8 +11,9 @@ pub mod fold;
 mod mysql;
 mod postgres;
 
-pub use fold::{Caps, Holder, Series};
+pub use fold::{Caps, Holder, Series, Waiting};
 
+use longtx_core::waiters::WaiterKind;
 use longtx_metrics::Gauge;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -267,7 +269,31 @@ impl Collector {
                 )
             })
             .collect();
+        let waiters = snapshot
+            .series
+            .iter()
+            .flat_map(|s| {
+                WaiterKind::ALL.into_iter().filter_map(move |kind| {
+                    let n = s.waiters.get(kind);
+                    (n > 0).then(|| {
+                        (
+                            vec![
+                                ("table", s.table.clone()),
+                                ("query_source", s.query_source.clone()),
+                                ("kind", kind.as_str().to_owned()),
+                            ],
+                            f64::from(n),
+                        )
+                    })
+                })
+            })
+            .collect();
         let mut gauges = vec![
+            Gauge {
+                name: "longtx_mdl_waiters",
+                help: "Per table, the sessions waiting for a lock on it behind its longest holder (labelled with that holder's query_source), by kind: ddl, dml, other.",
+                series: waiters,
+            },
             Gauge {
                 name: "longtx_mdl_holder_max_tx_duration_seconds",
                 help: "Per table, how long the longest transaction holding a lock on it has run, with its query_source.",
@@ -323,11 +349,14 @@ async fn poll(
             }
         });
     }
-    let (holders, problem) = match connection.as_mut().expect("connected above") {
-        Connection::MySql(db) => (db.holders().await?, None),
-        Connection::Postgres(db) => db.holders().await?,
+    let (holders, waiting, problem) = match connection.as_mut().expect("connected above") {
+        Connection::MySql(db) => (db.holders().await?, db.waiting().await?, None),
+        Connection::Postgres(db) => {
+            let (holders, problem) = db.holders().await?;
+            (holders, db.waiting().await?, problem)
+        }
     };
-    Ok((fold::fold(&holders, settings.caps), problem))
+    Ok((fold::fold(&holders, &waiting, settings.caps), problem))
 }
 
 async fn close(connection: Connection) {

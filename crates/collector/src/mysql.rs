@@ -2,7 +2,7 @@
 //! `performance_schema.metadata_locks`, joined to the owning thread, its
 //! InnoDB transaction and its current or last statement.
 
-use crate::fold::{Holder, DDL_IN_PROGRESS};
+use crate::fold::{Holder, Waiting, DDL_IN_PROGRESS};
 use crate::{CollectError, SetupProblem};
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{ConnectOptions, Connection, Row};
@@ -34,6 +34,18 @@ const HOLDERS_SQL: &str = "SELECT STRAIGHT_JOIN \
   WHERE ml.OBJECT_TYPE = 'TABLE' AND ml.LOCK_STATUS = 'GRANTED' \
     AND ml.OBJECT_SCHEMA NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys') \
   ORDER BY seconds DESC LIMIT 10000";
+
+/// The sessions waiting for a metadata lock on a table (`PENDING`), with
+/// the statement they wait in (`threads.PROCESSLIST_INFO`, the statement
+/// the thread is running now). The same join order as the holders query.
+const WAITING_SQL: &str = "SELECT STRAIGHT_JOIN \
+    CAST(ml.OBJECT_NAME AS CHAR) AS table_name, \
+    CAST(COALESCE(th.PROCESSLIST_INFO, '') AS CHAR) AS statement \
+  FROM performance_schema.metadata_locks ml \
+  JOIN performance_schema.threads th ON ml.OWNER_THREAD_ID = th.THREAD_ID \
+  WHERE ml.OBJECT_TYPE = 'TABLE' AND ml.LOCK_STATUS = 'PENDING' \
+    AND ml.OBJECT_SCHEMA NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys') \
+  LIMIT 10000";
 
 pub struct MySql {
     conn: MySqlConnection,
@@ -166,6 +178,22 @@ impl MySql {
                         .try_get::<Option<i64>, _>("seconds")?
                         .unwrap_or(0)
                         .max(0) as f64,
+                })
+            })
+            .collect()
+    }
+
+    pub async fn waiting(&mut self) -> Result<Vec<Waiting>, CollectError> {
+        let rows = sqlx::query(WAITING_SQL).fetch_all(&mut self.conn).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(Waiting {
+                    table: row
+                        .try_get::<Option<String>, _>("table_name")?
+                        .unwrap_or_default(),
+                    statement: row
+                        .try_get::<Option<String>, _>("statement")?
+                        .unwrap_or_default(),
                 })
             })
             .collect()

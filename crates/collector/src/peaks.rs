@@ -67,6 +67,7 @@ mod tests {
             table: table.into(),
             query_source: source.into(),
             seconds,
+            waiters: Default::default(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! PostgreSQL 14+: relation locks from `pg_locks`, joined to the backend's
 //! transaction in `pg_stat_activity` and the table in `pg_class`.
 
-use crate::fold::{Holder, DDL_IN_PROGRESS};
+use crate::fold::{Holder, Waiting, DDL_IN_PROGRESS};
 use crate::{CollectError, SetupProblem};
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection, Row};
@@ -25,6 +25,19 @@ const HOLDERS_SQL: &str = r"SELECT
   WHERE l.locktype = 'relation' AND l.granted AND c.relkind IN ('r', 'p', 'm')
     AND a.xact_start IS NOT NULL AND a.pid <> pg_backend_pid()
     AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'
+  LIMIT 10000";
+
+/// The backends waiting for a lock on a table that another backend holds
+/// or is queued for first (`pg_blocking_pids`: a query behind a pending
+/// `ALTER TABLE` waits on the ALTER, which waits on the holder).
+const WAITING_SQL: &str = r"SELECT c.relname::text AS table_name, COALESCE(a.query, '') AS statement
+  FROM pg_locks l
+  JOIN pg_class c ON c.oid = l.relation
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_stat_activity a ON a.pid = l.pid
+  WHERE l.locktype = 'relation' AND NOT l.granted AND c.relkind IN ('r', 'p', 'm')
+    AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'
+    AND cardinality(pg_blocking_pids(l.pid)) > 0
   LIMIT 10000";
 
 /// What `pg_stat_activity.query` shows without `pg_read_all_stats`.
@@ -102,6 +115,18 @@ impl Postgres {
                 .into(),
         });
         Ok((holders, problem))
+    }
+
+    pub async fn waiting(&mut self) -> Result<Vec<Waiting>, CollectError> {
+        let rows = sqlx::query(WAITING_SQL).fetch_all(&mut self.conn).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(Waiting {
+                    table: row.try_get("table_name")?,
+                    statement: row.try_get("statement")?,
+                })
+            })
+            .collect()
     }
 
     pub async fn close(self) {

@@ -56,8 +56,39 @@ pub enum Source {
 pub struct Choice {
     pub source: Source,
     pub reviewers: Vec<Candidate>,
-    /// Candidates left out, with why (author, bot, not a collaborator).
+    /// Candidates left out, with why (author, bot, not a collaborator,
+    /// at capacity).
     pub skipped: Vec<(String, String)>,
+    /// Those left out for being at capacity, as "alice 3/3".
+    pub at_capacity: Vec<String>,
+}
+
+impl Choice {
+    /// Why a job must wait: candidates existed and every one of them was
+    /// at capacity. `None` when someone was chosen, or when nobody was a
+    /// candidate at all (waiting would not help).
+    pub fn capacity_wait(&self) -> Option<String> {
+        (self.reviewers.is_empty() && !self.at_capacity.is_empty())
+            .then(|| format!("reviewers at capacity: {}", self.at_capacity.join(", ")))
+    }
+}
+
+/// How many open longtx reviews one reviewer is asked to hold at once
+/// (`LONGTX_REVIEWER_CAPACITY`, `LONGTX_TEAM_CAPACITY`): a team counts as
+/// one reviewer with its own capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capacity {
+    pub user: i64,
+    pub team: i64,
+}
+
+impl Capacity {
+    pub fn of(&self, reviewer: &Reviewer) -> i64 {
+        match reviewer {
+            Reviewer::User(_) => self.user,
+            Reviewer::Team(_) => self.team,
+        }
+    }
 }
 
 /// Everything the choice depends on.
@@ -72,9 +103,25 @@ pub struct Facts {
     pub excluded: HashSet<String>,
     /// Lowercased logins known not to be collaborators of the repository.
     pub non_collaborators: HashSet<String>,
-    /// Open longtx reviews per [`Reviewer::key`].
+    /// Open longtx reviews per [`Reviewer::key`], with the reviews
+    /// reserved for fixes under way (predicted at their dispatch).
     pub open_reviews: HashMap<String, i64>,
+    /// `None`: no cap (the offline CLI, which asks nobody).
+    pub capacity: Option<Capacity>,
     pub max_reviewers: usize,
+}
+
+impl Facts {
+    fn load(&self, reviewer: &Reviewer) -> i64 {
+        self.open_reviews.get(&reviewer.key()).copied().unwrap_or(0)
+    }
+
+    /// `(load, capacity)` when the reviewer is at or past capacity.
+    fn full(&self, reviewer: &Reviewer) -> Option<(i64, i64)> {
+        let cap = self.capacity?.of(reviewer);
+        let load = self.load(reviewer);
+        (load >= cap).then_some((load, cap))
+    }
 }
 
 /// GitHub's own automation accounts, which commit without a `[bot]`
@@ -114,15 +161,18 @@ pub fn is_bot(login_name_or_email: &str) -> bool {
         || GITHUB_AUTOMATION.contains(&handle.as_str())
 }
 
+/// CODEOWNERS, else history, else the fallback team; at each step those
+/// who cannot review (bots, the author, non-collaborators, people at
+/// capacity) are passed over for the next candidate by the same rule.
 pub fn choose(facts: &Facts) -> Choice {
-    let mut skipped = Vec::new();
-    let codeowners = eligible(&facts.codeowners, facts, &mut skipped);
+    let mut left_out = LeftOut::default();
+    let codeowners = eligible(&facts.codeowners, facts, &mut left_out);
     if !codeowners.is_empty() {
-        return pick(Source::Codeowners, codeowners, facts, skipped);
+        return pick(Source::Codeowners, codeowners, facts, left_out);
     }
-    let history = eligible(&facts.history, facts, &mut skipped);
+    let history = eligible(&facts.history, facts, &mut left_out);
     if !history.is_empty() {
-        return pick(Source::History, history, facts, skipped);
+        return pick(Source::History, history, facts, left_out);
     }
     if let Some(team) = &facts.fallback_team {
         let fallback = Candidate {
@@ -130,24 +180,47 @@ pub fn choose(facts: &Facts) -> Choice {
             reason: "the fallback team: no code owner or recent committer could review".into(),
             score: 0.0,
         };
-        return Choice {
-            source: Source::Fallback,
-            reviewers: vec![fallback],
-            skipped,
-        };
+        match facts.full(&fallback.reviewer) {
+            None => {
+                return Choice {
+                    source: Source::Fallback,
+                    reviewers: vec![fallback],
+                    skipped: left_out.skipped,
+                    at_capacity: left_out.at_capacity,
+                }
+            }
+            Some(full) => left_out.capacity(&fallback.reviewer, full),
+        }
     }
     Choice {
         source: Source::Nobody,
         reviewers: Vec::new(),
-        skipped,
+        skipped: left_out.skipped,
+        at_capacity: left_out.at_capacity,
     }
 }
 
-fn eligible(
-    candidates: &[Candidate],
-    facts: &Facts,
-    skipped: &mut Vec<(String, String)>,
-) -> Vec<Candidate> {
+#[derive(Default)]
+struct LeftOut {
+    skipped: Vec<(String, String)>,
+    at_capacity: Vec<String>,
+}
+
+impl LeftOut {
+    fn capacity(&mut self, reviewer: &Reviewer, (load, cap): (i64, i64)) {
+        self.skipped.push((
+            reviewer.to_string(),
+            format!("at capacity ({load}/{cap} open longtx reviews)"),
+        ));
+        let name = match reviewer {
+            Reviewer::User(login) => login.clone(),
+            Reviewer::Team(team) => format!("@{team}"),
+        };
+        self.at_capacity.push(format!("{name} {load}/{cap}"));
+    }
+}
+
+fn eligible(candidates: &[Candidate], facts: &Facts, left_out: &mut LeftOut) -> Vec<Candidate> {
     let mut seen = HashSet::new();
     let mut kept = Vec::new();
     for candidate in candidates {
@@ -165,9 +238,12 @@ fn eligible(
             }
             _ => None,
         };
-        match why_not {
-            Some(reason) => skipped.push((candidate.reviewer.to_string(), reason.to_owned())),
-            None => kept.push(candidate.clone()),
+        match (why_not, facts.full(&candidate.reviewer)) {
+            (Some(reason), _) => left_out
+                .skipped
+                .push((candidate.reviewer.to_string(), reason.to_owned())),
+            (None, Some(full)) => left_out.capacity(&candidate.reviewer, full),
+            (None, None) => kept.push(candidate.clone()),
         }
     }
     kept
@@ -179,15 +255,9 @@ fn pick(
     source: Source,
     mut candidates: Vec<Candidate>,
     facts: &Facts,
-    skipped: Vec<(String, String)>,
+    left_out: LeftOut,
 ) -> Choice {
-    let open = |c: &Candidate| {
-        facts
-            .open_reviews
-            .get(&c.reviewer.key())
-            .copied()
-            .unwrap_or(0)
-    };
+    let open = |c: &Candidate| facts.load(&c.reviewer);
     candidates.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
@@ -198,7 +268,8 @@ fn pick(
     Choice {
         source,
         reviewers: candidates,
-        skipped,
+        skipped: left_out.skipped,
+        at_capacity: left_out.at_capacity,
     }
 }
 

@@ -135,6 +135,79 @@ async fn an_open_transaction_is_reported_per_table_with_its_query_source() {
     .await;
 }
 
+/// The harm behind a holder: an `ALTER TABLE` blocked by the open
+/// transaction, and a read queued behind the ALTER's pending exclusive
+/// lock. `collect --once` prints them by kind against the holder.
+#[tokio::test]
+async fn sessions_blocked_behind_a_holder_are_counted_by_kind() {
+    let db = TestDatabase::create().await;
+    let mut setup = db.connect().await;
+    sqlx::raw_sql("CREATE TABLE orders (id int PRIMARY KEY); INSERT INTO orders VALUES (1);")
+        .execute(&mut setup)
+        .await
+        .unwrap();
+    let mut holder = db.connect().await;
+    sqlx::raw_sql(
+        "BEGIN; SELECT * FROM orders WHERE id = 1 FOR UPDATE /*sidekiq_worker:Billing::SyncWorker*/",
+    )
+    .execute(&mut holder)
+    .await
+    .unwrap();
+    let blocked = |sql: &'static str| {
+        let url = db.url();
+        tokio::spawn(async move {
+            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url)
+                .await
+                .unwrap();
+            sqlx::query(sql).execute(&mut conn).await.ok();
+        })
+    };
+    let alter = blocked("ALTER TABLE orders ADD COLUMN note text");
+    sessions_waiting(&db, 1).await;
+    let read = blocked("/*action:show*/ SELECT * FROM orders");
+    sessions_waiting(&db, 2).await;
+
+    let out = Command::new(env!("CARGO_BIN_EXE_longtx"))
+        .args(["collect", "--once", "--dsn", &db.url()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for kind_count in [r#"kind="ddl"} 1"#, r#"kind="dml"} 1"#] {
+        let line = format!(
+            r#"longtx_mdl_waiters{{table="orders",query_source="Billing::SyncWorker",{kind_count}"#
+        );
+        assert!(
+            text.lines().any(|l| l == line),
+            "{line} missing in:\n{text}"
+        );
+    }
+    assert!(!text.contains(r#"kind="other""#), "{text}");
+
+    sqlx::raw_sql("COMMIT").execute(&mut holder).await.unwrap();
+    alter.await.unwrap();
+    read.await.unwrap();
+}
+
+async fn sessions_waiting(db: &TestDatabase, n: i64) {
+    let mut conn = db.connect().await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        )
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        if waiting >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{n} sessions never waited");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn an_unreachable_database_is_reported_down_not_as_zero_holders() {
     let port = free_port();

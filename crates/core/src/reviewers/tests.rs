@@ -150,3 +150,72 @@ fn noreply_addresses_name_their_login() {
         None
     );
 }
+
+fn capped(mut f: Facts, loads: &[(&str, i64)]) -> Facts {
+    f.capacity = Some(Capacity { user: 3, team: 5 });
+    f.open_reviews = loads.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+    f
+}
+
+#[test]
+fn an_owner_at_capacity_is_passed_over_for_the_next_owner() {
+    let mut f = facts();
+    f.codeowners = vec![user("alice", 0.0), user("bob", 0.0)];
+    let choice = choose(&capped(f, &[("alice", 3), ("bob", 2)]));
+    assert_eq!(choice.source, Source::Codeowners);
+    assert_eq!(names(&choice), ["@bob"]);
+    assert_eq!(choice.at_capacity, ["alice 3/3"]);
+    assert!(choice.skipped.contains(&(
+        "@alice".into(),
+        "at capacity (3/3 open longtx reviews)".into()
+    )));
+    assert_eq!(choice.capacity_wait(), None);
+}
+
+#[test]
+fn owners_all_at_capacity_fall_through_to_history_then_the_team() {
+    let mut f = facts();
+    f.codeowners = vec![user("alice", 0.0)];
+    f.history = vec![user("carol", 4.0), user("dave", 2.0)];
+    let choice = choose(&capped(f.clone(), &[("alice", 3), ("carol", 4)]));
+    assert_eq!(choice.source, Source::History);
+    assert_eq!(names(&choice), ["@dave"]);
+    let choice = choose(&capped(
+        f.clone(),
+        &[("alice", 3), ("carol", 3), ("dave", 3)],
+    ));
+    assert_eq!(
+        choice.source,
+        Source::Fallback,
+        "the team is one reviewer with its own capacity"
+    );
+    assert_eq!(names(&choice), ["@acme/backend"]);
+    let full = capped(
+        f,
+        &[
+            ("alice", 3),
+            ("carol", 3),
+            ("dave", 3),
+            ("@acme/backend", 5),
+        ],
+    );
+    let choice = choose(&full);
+    assert_eq!(choice.source, Source::Nobody);
+    assert_eq!(
+        choice.capacity_wait().as_deref(),
+        Some("reviewers at capacity: alice 3/3, carol 3/3, dave 3/3, @acme/backend 5/5")
+    );
+}
+
+#[test]
+fn without_a_capacity_or_a_candidate_nobody_waits() {
+    let mut f = facts();
+    f.codeowners = vec![user("alice", 0.0)];
+    f.open_reviews = HashMap::from([("alice".to_owned(), 40)]);
+    assert_eq!(names(&choose(&f)), ["@alice"], "no capacity set: no cap");
+    let nobody = Facts {
+        fallback_team: None,
+        ..capped(facts(), &[])
+    };
+    assert_eq!(choose(&nobody).capacity_wait(), None);
+}
