@@ -71,6 +71,7 @@ fn record(load: Load) -> IntakeRecord {
         table: Some("users".into()),
         duration_seconds: Some(150.0),
         link: None,
+        waiters: None,
         action: IntakeAction::Enqueue,
     }
 }

@@ -39,6 +39,8 @@ pub struct Alert {
     pub duration_seconds: Option<f64>,
     /// A link back to the alerting system (generator URL, monitor link).
     pub link: Option<String>,
+    /// The sessions seen waiting behind the holder, when the alert says.
+    pub waiters: Option<crate::waiters::Waiters>,
 }
 
 /// Longest table name we keep; MySQL's limit is 64, PostgreSQL's 63.
@@ -99,6 +101,20 @@ pub fn clean_table(raw: Option<&str>) -> Result<Option<String>, AlertError> {
         });
     }
     Ok(Some(raw.to_owned()))
+}
+
+/// Reads the optional `waiters` label, annotation or tag (see
+/// [`crate::waiters::Waiters`]'s forms).
+pub fn parse_waiters(raw: Option<&str>) -> Result<Option<crate::waiters::Waiters>, AlertError> {
+    let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else {
+        return Ok(None);
+    };
+    raw.parse().map(Some).map_err(|reason: String| {
+        AlertError::Malformed(format!(
+            "waiters {:?}: {reason} (expected ddl=N,dml=N,other=N)",
+            truncate_for_message(raw)
+        ))
+    })
 }
 
 /// Keeps a link only when it is a plausible http(s) URL of sane length.

@@ -112,6 +112,13 @@ pub fn to_alert(
         .find_map(|key| alert.annotations.get(key).map(|v| (key, v)))
         .map(|(key, v)| parse_seconds(annotation_field(key), v))
         .transpose()?;
+    let waiters = crate::alert::parse_waiters(
+        alert
+            .labels
+            .get("waiters")
+            .or_else(|| alert.annotations.get("waiters"))
+            .map(String::as_str),
+    )?;
     Ok(Alert {
         origin: AlertOrigin::Alertmanager,
         status,
@@ -119,6 +126,7 @@ pub fn to_alert(
         table,
         duration_seconds,
         link: clean_link(alert.generator_url.as_deref()),
+        waiters,
     })
 }
 
@@ -196,5 +204,21 @@ mod tests {
             alerts[0].parsed.as_ref().unwrap().status,
             AlertStatus::Resolved
         );
+    }
+
+    #[test]
+    fn waiters_come_from_a_label_or_an_annotation_and_a_bad_one_is_named() {
+        let body = r#"{"version":"4","alerts":[
+            {"labels":{"query_source":"A","waiters":"ddl=1,dml=3"}},
+            {"labels":{"query_source":"B"},"annotations":{"waiters":"ddl=2,dml=1,"}},
+            {"labels":{"query_source":"C"}},
+            {"labels":{"query_source":"D"},"annotations":{"waiters":"locks=9"}}]}"#;
+        let (_, alerts) = parse_body(body.as_bytes()).unwrap();
+        let waiters = |i: usize| alerts[i].parsed.as_ref().unwrap().waiters;
+        assert_eq!(waiters(0).map(|w| (w.ddl, w.dml)), Some((1, 3)));
+        assert_eq!(waiters(1).map(|w| (w.ddl, w.dml)), Some((2, 1)));
+        assert_eq!(waiters(2), None);
+        let err = alerts[3].parsed.as_ref().unwrap_err().to_string();
+        assert!(err.contains("waiters") && err.contains("ddl=N"), "{err}");
     }
 }

@@ -38,6 +38,9 @@ pub struct DatadogPayload {
     pub link: Option<String>,
     #[serde(default, deserialize_with = "loose_string")]
     pub date: Option<String>,
+    /// `ddl=N,dml=N,other=N`, when the webhook's payload template sets it.
+    #[serde(default, deserialize_with = "loose_string")]
+    pub waiters: Option<String>,
 }
 
 /// Accepts a string, number or boolean and keeps its text; `null` is absent.
@@ -87,6 +90,20 @@ pub fn to_alert(payload: &DatadogPayload) -> Result<Alert, AlertError> {
         .filter(|v| !is_unrendered(v))
         .map(|v| parse_seconds("value", v))
         .transpose()?;
+    // The payload's `waiters` field, else `waiters_ddl:N`-style tags (a
+    // Datadog tag value cannot hold the `,` of the label form).
+    let waiters = match payload.waiters.as_deref().filter(|v| !is_unrendered(v)) {
+        Some(raw) => crate::alert::parse_waiters(Some(raw))?,
+        None => {
+            let tagged: Vec<String> = ["ddl", "dml", "other"]
+                .into_iter()
+                .filter_map(|kind| {
+                    tag_value(payload, &format!("waiters_{kind}")).map(|n| format!("{kind}={n}"))
+                })
+                .collect();
+            crate::alert::parse_waiters(Some(&tagged.join(",")))?
+        }
+    };
     Ok(Alert {
         origin: AlertOrigin::Datadog,
         status,
@@ -94,6 +111,7 @@ pub fn to_alert(payload: &DatadogPayload) -> Result<Alert, AlertError> {
         table,
         duration_seconds,
         link: clean_link(payload.link.as_deref()),
+        waiters,
     })
 }
 
@@ -174,5 +192,24 @@ mod tests {
         let wordy = parse_body(&body(r#""scope":"query_source:X","value":"very long""#)).unwrap();
         assert!(matches!(wordy.parsed, Err(AlertError::NotANumber { .. })));
         assert!(matches!(parse_body(b"[1,2]"), Err(BodyError::Json(_))));
+    }
+
+    #[test]
+    fn waiters_come_from_the_payload_field_or_per_kind_tags() {
+        let field = body(r#""scope":"query_source:w","waiters":"ddl=1,dml=2""#);
+        let alert = parse_body(&field).unwrap().parsed.unwrap();
+        assert_eq!(alert.waiters.map(|w| (w.ddl, w.dml)), Some((1, 2)));
+        let tags =
+            body(r#""scope":"query_source:w","tags":"waiters_ddl:3,waiters_other:1,env:prod""#);
+        let alert = parse_body(&tags).unwrap().parsed.unwrap();
+        assert_eq!(
+            alert.waiters.map(|w| (w.ddl, w.dml, w.other)),
+            Some((3, 0, 1))
+        );
+        let unrendered = body(r#""scope":"query_source:w","waiters":"$WAITERS""#);
+        assert_eq!(
+            parse_body(&unrendered).unwrap().parsed.unwrap().waiters,
+            None
+        );
     }
 }

@@ -145,6 +145,7 @@ mod tests {
             table: table.map(str::to_owned),
             duration_seconds: duration,
             link: None,
+            waiters: None,
         }
     }
 

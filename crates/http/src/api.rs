@@ -75,6 +75,8 @@ pub struct JobDetail {
     rounds: Vec<longtx_store::RoundRow>,
     /// Newest first; a dry run's is what longtx would have sent.
     dispatches: Vec<longtx_store::DispatchRecord>,
+    /// Its impact and why, and its place while the dispatcher may take it.
+    queue: Option<longtx_store::QueuePlace>,
 }
 
 fn job_id(raw: &str) -> Result<i64, ApiError> {
@@ -96,12 +98,29 @@ pub async fn get_job(
         .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
     let rounds = state.store.rounds_of(id).await?;
     let dispatches = state.store.dispatches_of(id).await?;
+    let queue = state.store.queue_place(id, &state.policy).await?;
     Ok(Json(JobDetail {
         job,
         alert_events,
         rounds,
         dispatches,
+        queue,
     }))
+}
+
+/// The queued jobs the dispatcher may take, in its order (impact plus the
+/// age bonus), each with its score and why; at most 100.
+pub async fn queue(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    state.auth.check(&headers)?;
+    let queue = state.store.queue_order(&state.policy, 100).await?;
+    let waiting = state.store.capacity_waiting().await?;
+    Ok(Json(serde_json::json!({
+        "queue": queue,
+        "waiting_for_reviewer_capacity": waiting,
+    })))
 }
 
 /// The job's prompt as markdown, with what it was made from in headers.

@@ -206,6 +206,7 @@ fn to_record(
             table: None,
             duration_seconds: None,
             link: None,
+            waiters: None,
             raw_payload,
             action: IntakeAction::Record {
                 outcome: Outcome::Rejected,
@@ -227,6 +228,7 @@ fn to_record(
                 table: alert.table.clone(),
                 duration_seconds: alert.duration_seconds,
                 link: alert.link.clone(),
+                waiters: alert.waiters,
                 raw_payload,
                 action,
             }

@@ -73,6 +73,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/observations", post(observations::receive))
         .route("/api/what-if", get(observations::what_if))
         .route("/api/dispatch", get(api::dispatch_status))
+        .route("/api/queue", get(api::queue))
         .route("/api/pause", post(api::pause))
         .route("/api/resume", post(api::resume))
         .route("/metrics", get(metrics::metrics))

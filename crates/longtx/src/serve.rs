@@ -140,6 +140,7 @@ async fn start_dispatcher(
         idle_poll: Duration::from_secs(1),
         run_poll: Duration::from_secs(60),
         secondary_floor: longtx_github::retry::SECONDARY_FLOOR,
+        policy: state.policy.as_ref().clone(),
     };
     let github = match &gh.credentials {
         Some(credentials) => Some(Arc::new(
@@ -166,13 +167,15 @@ async fn start_dispatcher(
     } else {
         tracing::info!("LONGTX_GITHUB_WEBHOOK_SECRET or LONGTX_GITHUB_REPO unset: /webhooks/github answers 503");
     }
+    let mut finder = None;
     if let Some(github) = &github {
-        let queue = longtx_pipeline::spawn_reviewer(
+        let reviewers = longtx_pipeline::ReviewerFinder::new(
             store.clone(),
             worker_settings::reviews(config, &settings.repo)?,
             github.clone(),
         );
-        state = state.with_reviews(queue);
+        finder = Some(reviewers.clone());
+        state = state.with_reviews(longtx_pipeline::spawn_reviewer_with(reviewers));
         let wontfix = longtx_pipeline::spawn_wontfix_worker(
             store.clone(),
             worker_settings::wontfix(config, &settings.repo)?,
@@ -239,7 +242,7 @@ async fn start_dispatcher(
             .with_requests(requests)
             .with_max_revisions(config.reviews.max_revisions);
     }
-    longtx_pipeline::spawn_dispatcher(store.clone(), settings, github);
+    longtx_pipeline::spawn_dispatcher_with(store.clone(), settings, github, finder);
     Ok(state)
 }
 

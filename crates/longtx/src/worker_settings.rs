@@ -28,6 +28,7 @@ pub fn reviews(
         history_days: reviews.history_days,
         as_of: None,
         max_reviewers: reviews.max_reviewers,
+        capacity: Some(reviews.capacity),
         fallback_team: reviews.fallback_team.clone(),
         author_logins: reviews.author_logins.clone().into_iter().collect(),
         lease: Duration::from_secs(300),

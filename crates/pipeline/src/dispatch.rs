@@ -10,6 +10,7 @@
 //! the lease runs out another claims it, finds the run by its name, and
 //! records it instead of dispatching again.
 
+use crate::reviewers::ReviewerFinder;
 use longtx_core::JobState;
 use longtx_github::{
     retry, run_is_for_job, run_is_for_round, Dispatch, GitHub, GitHubError, RepoName, Run,
@@ -42,6 +43,8 @@ pub struct DispatchSettings {
     /// The first wait after a secondary rate limit with no `Retry-After`:
     /// [`retry::SECONDARY_FLOOR`] (GitHub asks for at least a minute).
     pub secondary_floor: Duration,
+    /// The thresholds the queue's impact is measured against.
+    pub policy: longtx_core::IntakePolicy,
 }
 
 /// Starts a dispatcher on the current runtime. `github` is `None` in
@@ -52,11 +55,24 @@ pub fn spawn_dispatcher<G: GitHub>(
     settings: DispatchSettings,
     github: Option<Arc<G>>,
 ) -> tokio::task::AbortHandle {
+    spawn_dispatcher_with(store, settings, github, None)
+}
+
+/// The dispatcher with a reviewer finder: before paying for a job's run it
+/// predicts the fix's reviewers, and holds the job while every one of them
+/// is at capacity.
+pub fn spawn_dispatcher_with<G: GitHub>(
+    store: Store,
+    settings: DispatchSettings,
+    github: Option<Arc<G>>,
+    reviewers: Option<Arc<ReviewerFinder<G>>>,
+) -> tokio::task::AbortHandle {
     crate::workers::spawn(async move {
         let dispatcher = Dispatcher {
             store,
             settings: Arc::new(settings),
             github,
+            reviewers,
             default_branch: OnceCell::new(),
         };
         dispatcher.run().await
@@ -67,6 +83,7 @@ pub(crate) struct Dispatcher<G> {
     pub(crate) store: Store,
     pub(crate) settings: Arc<DispatchSettings>,
     pub(crate) github: Option<Arc<G>>,
+    reviewers: Option<Arc<ReviewerFinder<G>>>,
     default_branch: OnceCell<String>,
 }
 
@@ -85,7 +102,12 @@ impl<G: GitHub> Dispatcher<G> {
             let token = random_token();
             match self
                 .store
-                .claim_dispatch(self.settings.caps, self.settings.lease, &token)
+                .claim_dispatch(
+                    self.settings.caps,
+                    self.settings.lease,
+                    &token,
+                    &self.settings.policy,
+                )
                 .await
             {
                 Ok(Claim::Job(job)) => {
@@ -159,6 +181,9 @@ impl<G: GitHub> Dispatcher<G> {
                 return self.fail_or_leave(&job, err, &record).await;
             }
         };
+        if self.waits_for_reviewers(&job, &git_ref).await {
+            return;
+        }
         let mut job = job;
         if let Err(err) = self.pin_base(github, &mut job, &git_ref).await {
             let (_, record) = self.request(&job, &git_ref);
@@ -178,6 +203,45 @@ impl<G: GitHub> Dispatcher<G> {
             Ok((run, outcome)) => self.record(&job, run, &record, outcome).await,
             Err(err) => self.fail_or_leave(&job, err, &record).await,
         }
+    }
+
+    /// Predicts the fix's reviewers from the files the prompt located
+    /// (core's `choose`, as the reviewer worker will run it) and reserves
+    /// their seats; when every candidate is at capacity the job goes back
+    /// to the queue with the reason, and no run is paid for. A claim that
+    /// may already have dispatched (a retry) is never held, and a failed
+    /// prediction holds nothing: it is no evidence that nobody can review.
+    async fn waits_for_reviewers(&self, job: &ClaimedJob, git_ref: &str) -> bool {
+        let Some(finder) = self.reviewers.as_ref().filter(|f| f.capacity().is_some()) else {
+            return false;
+        };
+        if job.attempts > 1 {
+            return false;
+        }
+        let choice = match finder.predict(git_ref, &job.located_paths, job.id).await {
+            Ok(choice) => choice,
+            Err(err) => {
+                tracing::warn!(error = %err, "predicting the reviewers failed; dispatching without a reservation");
+                return false;
+            }
+        };
+        if let Some(reason) = choice.capacity_wait() {
+            tracing::info!(%reason, "the job waits for reviewer capacity");
+            longtx_metrics::inc(
+                "longtx_capacity_holds_total",
+                "Claimed jobs put back to wait because every predicted reviewer was at capacity.",
+                &[],
+            );
+            if let Err(err) = self.store.hold_for_capacity(job.id, &reason).await {
+                tracing::warn!(error = %err, "holding the job failed; its lease will expire and it is claimed again");
+            }
+            return true;
+        }
+        let keys: Vec<String> = choice.reviewers.iter().map(|c| c.reviewer.key()).collect();
+        if let Err(err) = self.store.reserve_reviewers(job.id, &keys).await {
+            tracing::warn!(error = %err, "reserving the predicted reviewers failed; dispatching anyway");
+        }
+        false
     }
 
     /// Pins the commit the run starts from (the ref's head now; a retried

@@ -18,7 +18,7 @@ mod wontfix;
 mod workers;
 
 pub use devin::DevinSettings;
-pub use dispatch::{fix_inputs, spawn_dispatcher, DispatchSettings};
+pub use dispatch::{fix_inputs, spawn_dispatcher, spawn_dispatcher_with, DispatchSettings};
 pub use ignore::LiveIgnoreList;
 pub use pr_opener::{spawn_pr_opener, AfterOpen, PrOpenQueue, PrOpenSettings};
 pub use pre_review::{pre_review_inputs, spawn_pre_reviewer, PreReviewQueue, PreReviewSettings};
@@ -27,7 +27,7 @@ pub use requests::{spawn_request_worker, RequestQueue, RequestSettings};
 pub use results::ResultSettings;
 pub use reviewers::{
     comment_marker, configured_login, history_reason, owner_candidates, spawn_reviewer,
-    ReviewQueue, ReviewSettings,
+    spawn_reviewer_with, ReviewError, ReviewQueue, ReviewSettings, ReviewerFinder,
 };
 pub use rounds::round_inputs;
 pub use wontfix::{spawn_wontfix_worker, WontfixQueue, WontfixSettings};

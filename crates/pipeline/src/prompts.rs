@@ -122,6 +122,7 @@ async fn render_and_save(
                     &prompt.revision,
                     &prompt.sha256,
                     prompt.truncation.as_deref(),
+                    &prompt.located,
                 )
                 .await
                 .map(|_| ())

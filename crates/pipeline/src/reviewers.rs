@@ -15,7 +15,9 @@
 
 use chrono::{DateTime, Utc};
 use longtx_core::codeowners::Owner;
-use longtx_core::reviewers::{choose, noreply_login, Candidate, Choice, Facts, Reviewer, Source};
+use longtx_core::reviewers::{
+    choose, noreply_login, Candidate, Capacity, Choice, Facts, Reviewer, Source,
+};
 use longtx_git::{gather, ChangedFile, HistoryOptions, Mirror};
 use longtx_github::{GitHub, GitHubError, RepoName};
 use longtx_store::{ReviewClaim, Store};
@@ -50,6 +52,8 @@ pub struct ReviewSettings {
     pub lease: Duration,
     pub idle_poll: Duration,
     pub fetch_timeout: Duration,
+    /// `LONGTX_REVIEWER_CAPACITY` and `LONGTX_TEAM_CAPACITY`; `None`: no cap.
+    pub capacity: Option<Capacity>,
 }
 
 /// Wakes the worker when a PR enters review.
@@ -69,12 +73,15 @@ pub fn spawn_reviewer<G: GitHub>(
     settings: ReviewSettings,
     github: Arc<G>,
 ) -> ReviewQueue {
+    spawn_reviewer_with(ReviewerFinder::new(store, settings, github))
+}
+
+/// The reviewer worker on a finder it shares (with the dispatcher, which
+/// predicts reviewers before it pays for a run).
+pub fn spawn_reviewer_with<G: GitHub>(finder: Arc<ReviewerFinder<G>>) -> ReviewQueue {
     let queue = ReviewQueue::default();
     let worker = Worker {
-        store,
-        settings: Arc::new(settings),
-        github,
-        logins: Arc::new(Mutex::new(HashMap::new())),
+        finder,
         wake: queue.wake.clone(),
     };
     crate::workers::spawn(async move { worker.run().await });
@@ -87,17 +94,29 @@ pub fn comment_marker(job_id: i64) -> String {
 }
 
 struct Worker<G> {
+    finder: Arc<ReviewerFinder<G>>,
+    wake: Arc<Notify>,
+}
+
+/// Finds the people who know some files: CODEOWNERS and history read from
+/// the mirror, logins and collaborators from GitHub, loads from the store,
+/// then core's `choose`. The same for the PR's changed files (whom to ask)
+/// and for the files a prompt located (whom a fix would ask: the
+/// dispatcher's capacity check).
+pub struct ReviewerFinder<G> {
     store: Store,
     settings: Arc<ReviewSettings>,
     github: Arc<G>,
     /// Commit email to login (or `None`: GitHub knows no login), cached for
     /// the life of the process.
-    logins: Arc<Mutex<HashMap<String, Option<String>>>>,
-    wake: Arc<Notify>,
+    logins: Mutex<HashMap<String, Option<String>>>,
+    /// One fetch and read of the mirror at a time: the reviewer worker and
+    /// the dispatcher share it.
+    git: tokio::sync::Mutex<()>,
 }
 
 #[derive(Debug, thiserror::Error)]
-enum ReviewError {
+pub enum ReviewError {
     #[error(transparent)]
     GitHub(#[from] GitHubError),
     #[error(transparent)]
@@ -109,7 +128,12 @@ enum ReviewError {
 impl<G: GitHub> Worker<G> {
     async fn run(self) {
         loop {
-            match self.store.claim_review(self.settings.lease).await {
+            match self
+                .finder
+                .store
+                .claim_review(self.finder.settings.lease)
+                .await
+            {
                 Ok(Some(claim)) => {
                     let span = tracing::info_span!("reviewers", job_id = claim.job_id, query_source = %claim.query_source);
                     self.handle(claim).instrument(span).await;
@@ -120,7 +144,7 @@ impl<G: GitHub> Worker<G> {
             }
             tokio::select! {
                 _ = self.wake.notified() => {}
-                _ = tokio::time::sleep(self.settings.idle_poll) => {}
+                _ = tokio::time::sleep(self.finder.settings.idle_poll) => {}
             }
         }
     }
@@ -134,6 +158,7 @@ impl<G: GitHub> Worker<G> {
                 tracing::error!(error = %e, attempts = claim.attempts, "giving up on reviewers");
                 let detail = serde_json::json!({"error": e.to_string()});
                 if let Err(e) = self
+                    .finder
                     .store
                     .record_reviewers(claim.job_id, &[], &detail)
                     .await
@@ -149,11 +174,10 @@ impl<G: GitHub> Worker<G> {
     }
 
     async fn review(&self, claim: &ReviewClaim) -> Result<Choice, ReviewError> {
-        let settings = &self.settings;
-        let repo = &settings.repo;
-        let mut files: Vec<ChangedFile> = self
+        let finder = &self.finder;
+        let mut files: Vec<ChangedFile> = finder
             .github
-            .pull_files(repo, claim.pr_number)
+            .pull_files(&finder.settings.repo, claim.pr_number)
             .await?
             .into_iter()
             .map(|f| ChangedFile {
@@ -168,37 +192,15 @@ impl<G: GitHub> Worker<G> {
             .take(50)
             .map(|f| (f.path.clone(), f.changes))
             .collect();
-        let token = self.github.git_token().await?;
-        settings
-            .mirror
-            .fetch(&claim.base_ref, token.as_deref(), settings.fetch_timeout)
+        let author = claim.pr_author.to_ascii_lowercase();
+        let facts = finder
+            .facts(&claim.base_ref, files, Some(&author), Some(claim.job_id))
             .await?;
-        let mut excluded = HashSet::from([claim.pr_author.to_ascii_lowercase()]);
-        if let Some(me) = self.github.own_login().await? {
-            excluded.insert(me.to_ascii_lowercase());
-        }
-        let (owners, people) = self.read_repository(claim, files, &excluded).await?;
-        let mut facts = Facts {
-            fallback_team: settings.fallback_team.clone(),
-            max_reviewers: settings.max_reviewers,
-            excluded,
-            ..Facts::default()
-        };
-        facts.codeowners = self.owner_candidates(owners);
-        facts.history = self.history_candidates(people).await?;
-        self.check_collaborators(&mut facts).await?;
-        let keys: Vec<String> = facts
-            .codeowners
-            .iter()
-            .chain(&facts.history)
-            .map(|c| c.reviewer.key())
-            .collect();
-        facts.open_reviews = self.store.open_review_counts(&keys).await?;
         let mut choice = choose(&facts);
         if choice.source == Source::History {
-            self.add_current_teams(&mut choice).await;
+            finder.add_current_teams(&mut choice).await;
         }
-        let asked = self.ask(claim, &choice).await?;
+        let asked = finder.ask(claim, &choice).await?;
         let keys: Vec<String> = asked.iter().map(|c| c.reviewer.key()).collect();
         let record = serde_json::json!({
             "files": changed,
@@ -206,27 +208,113 @@ impl<G: GitHub> Worker<G> {
             "requested": asked,
             "skipped": choice.skipped,
         });
-        self.store
+        finder
+            .store
             .record_reviewers(claim.job_id, &keys, &record)
             .await?;
         Ok(choice)
+    }
+}
+
+impl<G: GitHub> ReviewerFinder<G> {
+    pub fn new(store: Store, settings: ReviewSettings, github: Arc<G>) -> Arc<Self> {
+        Arc::new(ReviewerFinder {
+            store,
+            settings: Arc::new(settings),
+            github,
+            logins: Mutex::new(HashMap::new()),
+            git: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub fn capacity(&self) -> Option<Capacity> {
+        self.settings.capacity
+    }
+
+    /// Whom a fix of `paths` would ask, as of `base_ref`: the dispatcher
+    /// asks before paying for a run. `job_id`'s own reservation, if any,
+    /// does not count against it.
+    pub async fn predict(
+        &self,
+        base_ref: &str,
+        paths: &[String],
+        job_id: i64,
+    ) -> Result<Choice, ReviewError> {
+        let files = paths
+            .iter()
+            .map(|path| ChangedFile {
+                path: path.clone(),
+                changes: 1,
+            })
+            .collect();
+        let facts = self.facts(base_ref, files, None, Some(job_id)).await?;
+        Ok(choose(&facts))
+    }
+
+    /// Everything `choose` needs about `files` on `base_ref`. No connection
+    /// is held across the fetch or the GitHub calls; the loads are one
+    /// short query at the end.
+    async fn facts(
+        &self,
+        base_ref: &str,
+        files: Vec<ChangedFile>,
+        author: Option<&str>,
+        job_id: Option<i64>,
+    ) -> Result<Facts, ReviewError> {
+        let settings = &self.settings;
+        let mut excluded: HashSet<String> = author.map(str::to_owned).into_iter().collect();
+        if let Some(me) = self.github.own_login().await? {
+            excluded.insert(me.to_ascii_lowercase());
+        }
+        let loads = self.store.reviewer_loads(job_id).await?;
+        let (owners, people) = {
+            let _git = self.git.lock().await;
+            let token = self.github.git_token().await?;
+            settings
+                .mirror
+                .fetch(base_ref, token.as_deref(), settings.fetch_timeout)
+                .await?;
+            self.read_repository(base_ref, files, &excluded, &loads)
+                .await?
+        };
+        let mut facts = Facts {
+            fallback_team: settings.fallback_team.clone(),
+            max_reviewers: settings.max_reviewers,
+            excluded,
+            capacity: settings.capacity,
+            open_reviews: loads,
+            ..Facts::default()
+        };
+        facts.codeowners = self.owner_candidates(owners);
+        facts.history = self.history_candidates(people).await?;
+        self.check_collaborators(&mut facts).await?;
+        Ok(facts)
     }
 
     /// CODEOWNERS from the base branch, and history when no owner is left
     /// after the exclusions known without GitHub.
     async fn read_repository(
         &self,
-        claim: &ReviewClaim,
+        base_ref: &str,
         files: Vec<ChangedFile>,
         excluded: &HashSet<String>,
+        loads: &HashMap<String, i64>,
     ) -> Result<(Vec<(Owner, String)>, Vec<longtx_git::HistoryPerson>), ReviewError> {
         let path = self.settings.mirror.path.clone();
-        let rev = format!("refs/heads/{}", claim.base_ref);
+        let rev = format!("refs/heads/{base_ref}");
         let options = HistoryOptions::new(
             self.settings.as_of.unwrap_or_else(Utc::now),
             self.settings.history_days,
         );
         let excluded = excluded.clone();
+        // An owner at capacity is no owner to ask: history is read then.
+        let capacity = self.settings.capacity;
+        let loads = loads.clone();
+        let full = move |key: String, team: bool| {
+            capacity.is_some_and(|c| {
+                loads.get(&key).copied().unwrap_or(0) >= if team { c.team } else { c.user }
+            })
+        };
         let result = tokio::task::spawn_blocking(move || {
             let repo = longtx_git::open(&path)?;
             let owned = gather::owners(&repo, &rev, &files)?;
@@ -234,8 +322,12 @@ impl<G: GitHub> Worker<G> {
                 tracing::warn!(%warning, "CODEOWNERS line skipped");
             }
             let usable_owner = owned.owners.iter().any(|(owner, _)| match owner {
-                Owner::User(login) => !excluded.contains(&login.to_ascii_lowercase()),
-                _ => true,
+                Owner::User(login) => {
+                    let key = login.to_ascii_lowercase();
+                    !excluded.contains(&key) && !full(key, false)
+                }
+                Owner::Team(team) => !full(format!("@{}", team.to_ascii_lowercase()), true),
+                Owner::Email(_) => true,
             });
             let people = if usable_owner {
                 Vec::new()

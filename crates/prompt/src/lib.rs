@@ -60,8 +60,11 @@ impl PromptSources {
             }
             None => (Vec::new(), Some(NO_CHECKOUT), Default::default()),
         };
-        renderer
+        let mut rendered = renderer
             .render_with(job, &candidates, none_reason, &code, &catalogue)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        rendered.located = candidates.iter().map(|c| c.path.clone()).collect();
+        rendered.located.dedup();
+        Ok(rendered)
     }
 }

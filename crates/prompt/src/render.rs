@@ -62,6 +62,9 @@ pub struct RenderedPrompt {
     pub sha256: String,
     /// What had to give way to the budget, if anything.
     pub truncation: Option<String>,
+    /// The files the code was located in, best first (for predicting the
+    /// fix's reviewers before it is paid for).
+    pub located: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -293,6 +296,7 @@ fn finish(text: String, revision: String, truncation: Option<String>) -> Rendere
         text,
         revision,
         truncation,
+        located: Vec::new(),
     }
 }
 

@@ -35,6 +35,8 @@ pub struct ClaimedJob {
     pub started_at: chrono::DateTime<chrono::Utc>,
     /// The commit pinned for the run to start from, once pinned.
     pub base_sha: Option<String>,
+    /// The files its prompt located: whom a fix would ask for review.
+    pub located_paths: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -65,13 +67,16 @@ pub struct DispatchStatus {
 impl Store {
     /// Claims the next dispatch: a job or revision round whose dispatcher
     /// died (its lease ran out), else a queued round (people wait on its
-    /// PR), else a queued job with a prompt. Caps and the pause hold back
+    /// PR), else the queued job with a prompt that ranks first by impact
+    /// and age (`longtx_core::impact`; jobs waiting for reviewer capacity
+    /// sit out until something ends or a few minutes pass). Caps and the pause hold back
     /// queued work, whose `state_reason` then says why.
     pub async fn claim_dispatch(
         &self,
         caps: Caps,
         lease: Duration,
         new_token: &str,
+        policy: &longtx_core::IntakePolicy,
     ) -> Result<Claim, StoreError> {
         let mut tx = self.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
@@ -121,10 +126,15 @@ impl Store {
                 }
                 if let Some(reason) = blocked {
                     // Queued jobs and rounds both say why they wait.
-                    // (A job held for a person keeps its own reason.)
-                    for (table, also) in
-                        [("jobs", "hold_reason IS NULL AND"), ("revision_rounds", "")]
-                    {
+                    // (A job held for a person, or for reviewer capacity,
+                    // keeps its own reason.)
+                    for (table, also) in [
+                        (
+                            "jobs",
+                            "hold_reason IS NULL AND capacity_hold_at IS NULL AND",
+                        ),
+                        ("revision_rounds", ""),
+                    ] {
                         sqlx::query(&format!(
                             "UPDATE {table} SET state_reason = $1 \
                              WHERE {also} state = 'queued' AND state_reason IS DISTINCT FROM $1"
@@ -140,12 +150,20 @@ impl Store {
                         Claim::Idle
                     });
                 }
-                sqlx::query_scalar(
-                    "SELECT id FROM jobs WHERE state = 'queued' AND prompt IS NOT NULL AND hold_reason IS NULL \
-                     ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
-                )
-                .fetch_optional(&mut *tx)
-                .await?
+                // Highest impact plus age first (core's rank); the claim
+                // lock above keeps other dispatchers out meanwhile.
+                let ranked = crate::queue::ranked(&mut tx, policy).await?;
+                match ranked.first() {
+                    Some((first, _)) => {
+                        sqlx::query_scalar(
+                            "SELECT id FROM jobs WHERE id = $1 AND state = 'queued' FOR UPDATE SKIP LOCKED",
+                        )
+                        .bind(first.id)
+                        .fetch_optional(&mut *tx)
+                        .await?
+                    }
+                    None => None,
+                }
             }
         };
         let Some(id) = id else {
@@ -160,7 +178,7 @@ impl Store {
                  dispatch_started_at = COALESCE(dispatch_started_at, now()) \
              WHERE id = $1 \
              RETURNING id, query_source, tables, max_duration_seconds, prompt_sha256, prompt_token, dispatch_attempts, \
-                 dispatch_started_at, base_sha",
+                 dispatch_started_at, base_sha, located_paths",
         )
         .bind(id)
         .bind(lease.as_secs_f64())
@@ -182,6 +200,7 @@ impl Store {
             attempts: row.try_get("dispatch_attempts")?,
             started_at: row.try_get("dispatch_started_at")?,
             base_sha: row.try_get("base_sha")?,
+            located_paths: row.try_get("located_paths")?,
         }))
     }
 

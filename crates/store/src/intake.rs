@@ -16,6 +16,8 @@ pub struct IntakeRecord {
     pub table: Option<String>,
     pub duration_seconds: Option<f64>,
     pub link: Option<String>,
+    /// The sessions the alert saw waiting behind the holder.
+    pub waiters: Option<longtx_core::waiters::Waiters>,
     /// The alert's JSON exactly as received.
     pub raw_payload: String,
     pub action: IntakeAction,
@@ -68,8 +70,10 @@ WITH cooling AS (
     LIMIT 1
 ),
 upsert AS (
-    INSERT INTO jobs (query_source, tables, max_duration_seconds, alert_links, alert_count)
-    SELECT $1::text, COALESCE($2::text[], '{}'), $3::float8, COALESCE($4::text[], '{}'), $8::int
+    INSERT INTO jobs (query_source, tables, max_duration_seconds, alert_links, alert_count,
+                      waiters_ddl, waiters_dml, waiters_other)
+    SELECT $1::text, COALESCE($2::text[], '{}'), $3::float8, COALESCE($4::text[], '{}'), $8::int,
+           $10::int, $11::int, $12::int
     WHERE NOT EXISTS (SELECT 1 FROM cooling)
     ON CONFLICT (source_key) WHERE state IN ('queued', 'dispatching', 'agent_running', 'pre_review', 'in_review')
     DO UPDATE SET
@@ -80,6 +84,9 @@ upsert AS (
             WHEN jobs.query_source = jobs.source_key AND EXCLUDED.query_source <> jobs.source_key
             THEN EXCLUDED.query_source ELSE jobs.query_source END,
         max_duration_seconds = GREATEST(jobs.max_duration_seconds, EXCLUDED.max_duration_seconds),
+        waiters_ddl = GREATEST(jobs.waiters_ddl, EXCLUDED.waiters_ddl),
+        waiters_dml = GREATEST(jobs.waiters_dml, EXCLUDED.waiters_dml),
+        waiters_other = GREATEST(jobs.waiters_other, EXCLUDED.waiters_other),
         tables = CASE
             WHEN EXCLUDED.tables <@ jobs.tables OR cardinality(jobs.tables) >= $6::int THEN jobs.tables
             ELSE ARRAY(SELECT DISTINCT t FROM unnest(jobs.tables || EXCLUDED.tables) AS t ORDER BY t LIMIT $6::int)
@@ -250,6 +257,11 @@ async fn enqueue(
         .iter()
         .filter_map(|r| r.duration_seconds)
         .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))));
+    let waiters = group
+        .iter()
+        .filter_map(|r| r.waiters)
+        .fold(longtx_core::waiters::Waiters::default(), |a, b| a.max(b));
+    let count = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
     let merged = sqlx::query(MERGED_SQL)
         .bind(canonical(display))
         .bind(deploy_grace.as_secs_f64())
@@ -286,6 +298,9 @@ async fn enqueue(
         .bind(MAX_LINKS_PER_JOB)
         .bind(group.len() as i32)
         .bind(canonical(display))
+        .bind(count(waiters.ddl))
+        .bind(count(waiters.dml))
+        .bind(count(waiters.other))
         .fetch_one(&mut *conn)
         .await?;
     let (id, created, detail): (i64, bool, Option<String>) = (

@@ -27,10 +27,11 @@ impl Store {
         revision: &str,
         sha256: &str,
         truncation: Option<&str>,
+        located: &[String],
     ) -> Result<bool, StoreError> {
         let updated = sqlx::query(
             "UPDATE jobs SET prompt = $2, prompt_revision = $3, prompt_sha256 = $4, prompt_truncation = $5, \
-                 prompt_error = NULL, prompt_rendered_at = now(), updated_at = now() \
+                 located_paths = $6, prompt_error = NULL, prompt_rendered_at = now(), updated_at = now() \
              WHERE id = $1 AND prompt IS NULL",
         )
         .bind(id)
@@ -38,6 +39,7 @@ impl Store {
         .bind(revision)
         .bind(sha256)
         .bind(truncation)
+        .bind(located)
         .execute(self.pool())
         .await?
         .rows_affected();

@@ -186,6 +186,7 @@ impl TestAppBuilder {
         };
         let store = db.store(&self.pool);
         let policy = std::sync::Arc::new(self.policy.clone());
+        let policy_for_dispatch = self.policy.clone();
         let mut state = AppState::new(
             store.clone(),
             self.policy,
@@ -203,16 +204,27 @@ impl TestAppBuilder {
                 policy,
             ));
         }
-        if let Some((settings, github)) = self.dispatcher {
+        // The reviewer worker and the dispatcher share one finder, as in
+        // `serve`: the dispatcher predicts reviewers before it pays.
+        let finder = self.reviewer.map(|(settings, github)| {
+            longtx_pipeline::ReviewerFinder::new(
+                store.clone(),
+                settings,
+                std::sync::Arc::new(github),
+            )
+        });
+        if let Some((mut settings, github)) = self.dispatcher {
             state = state.with_dispatch(longtx_http::DispatchInfo {
                 max_per_day: settings.caps.max_per_day,
                 max_running: settings.caps.max_running,
                 dry_run: github.is_none(),
             });
-            longtx_pipeline::spawn_dispatcher(
+            settings.policy = policy_for_dispatch;
+            longtx_pipeline::spawn_dispatcher_with(
                 store.clone(),
                 settings,
                 github.map(std::sync::Arc::new),
+                finder.clone(),
             );
         }
         let pre_review_mode = self.pre_review.as_ref().map(|p| p.0).unwrap_or_default();
@@ -240,13 +252,8 @@ impl TestAppBuilder {
             );
             state = state.with_pre_reviews(mode, queue);
         }
-        if let Some((settings, github)) = self.reviewer {
-            let queue = longtx_pipeline::spawn_reviewer(
-                store.clone(),
-                settings,
-                std::sync::Arc::new(github),
-            );
-            state = state.with_reviews(queue);
+        if let Some(finder) = finder {
+            state = state.with_reviews(longtx_pipeline::spawn_reviewer_with(finder));
         }
         if let Some((settings, github)) = self.wontfix {
             let live = state.live_ignore_list();

@@ -82,6 +82,7 @@ pub fn review_settings(
         lease: std::time::Duration::from_secs(30),
         idle_poll: std::time::Duration::from_millis(50),
         fetch_timeout: std::time::Duration::from_secs(60),
+        capacity: Some(longtx_core::reviewers::Capacity { user: 3, team: 10 }),
     }
 }
 
@@ -202,5 +203,6 @@ pub fn dispatch_settings() -> longtx_pipeline::DispatchSettings {
         run_poll: std::time::Duration::from_millis(200),
         // GitHub's minute, shrunk so a test can wait it out.
         secondary_floor: std::time::Duration::from_millis(50),
+        policy: longtx_core::IntakePolicy::default(),
     }
 }

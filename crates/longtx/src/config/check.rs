@@ -172,6 +172,8 @@ pub fn shown(c: &Config) -> Vec<Shown> {
         ("LONGTX_GITHUB_WEBHOOK_SECRET", secret(&r.webhook_secret)),
         ("LONGTX_FALLBACK_TEAM", or_unset(&r.fallback_team)),
         ("LONGTX_MAX_REVIEWERS", r.max_reviewers.to_string()),
+        ("LONGTX_REVIEWER_CAPACITY", r.capacity.user.to_string()),
+        ("LONGTX_TEAM_CAPACITY", r.capacity.team.to_string()),
         ("LONGTX_HISTORY_DAYS", r.history_days.to_string()),
         (
             "LONGTX_GIT_URL",

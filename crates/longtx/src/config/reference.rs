@@ -276,6 +276,18 @@ pub const SETTINGS: &[Setting] = &[
         meaning: "Reviewers requested per PR (1 to 15).",
     },
     Setting {
+        file_key: "`reviewer_capacity`",
+        env: "`LONGTX_REVIEWER_CAPACITY`",
+        default: "`3`",
+        meaning: "Open longtx PRs one person is asked to review at once. People at capacity are passed over for the next candidate; when every candidate is, the job waits instead of paying for a run.",
+    },
+    Setting {
+        file_key: "`team_capacity`",
+        env: "`LONGTX_TEAM_CAPACITY`",
+        default: "`10`",
+        meaning: "The same for a team (CODEOWNERS or the fallback team), which counts as one reviewer.",
+    },
+    Setting {
         file_key: "`history_days`",
         env: "`LONGTX_HISTORY_DAYS`",
         default: "`365`",

@@ -13,6 +13,9 @@ pub struct ReviewConfig {
     /// `org/team`, asked when neither CODEOWNERS nor history names anyone.
     pub fallback_team: Option<String>,
     pub max_reviewers: usize,
+    /// `LONGTX_REVIEWER_CAPACITY` and `LONGTX_TEAM_CAPACITY`: open longtx
+    /// reviews one person (or one team) is asked to hold at once.
+    pub capacity: longtx_core::reviewers::Capacity,
     pub history_days: u32,
     /// Where the mirror fetches from; `https://github.com/{repo}.git`.
     pub git_url: Option<String>,
@@ -41,6 +44,7 @@ impl fmt::Debug for ReviewConfig {
             )
             .field("fallback_team", &self.fallback_team)
             .field("max_reviewers", &self.max_reviewers)
+            .field("capacity", &self.capacity)
             .field("history_days", &self.history_days)
             .field("git_url", &self.git_url.as_deref().map(redact_url))
             .field("author_logins", &self.author_logins.len())
@@ -73,6 +77,8 @@ pub(super) struct FileReview {
     pub webhook_secret: Option<String>,
     pub fallback_team: Option<String>,
     pub max_reviewers: Option<usize>,
+    pub reviewer_capacity: Option<i64>,
+    pub team_capacity: Option<i64>,
     pub history_days: Option<u32>,
     pub git_url: Option<String>,
     pub author_logins: Option<BTreeMap<String, String>>,
@@ -100,6 +106,28 @@ pub(super) fn load(
     if !(1..=15).contains(&max_reviewers) {
         // GitHub accepts at most 15 requested reviewers per PR.
         return Err(invalid("LONGTX_MAX_REVIEWERS", "must be between 1 and 15"));
+    }
+    let capacity = longtx_core::reviewers::Capacity {
+        user: super::parse_number(
+            "LONGTX_REVIEWER_CAPACITY",
+            var("LONGTX_REVIEWER_CAPACITY"),
+            file.reviewer_capacity,
+            3,
+        )?,
+        team: super::parse_number(
+            "LONGTX_TEAM_CAPACITY",
+            var("LONGTX_TEAM_CAPACITY"),
+            file.team_capacity,
+            10,
+        )?,
+    };
+    if capacity.user < 1 || capacity.team < 1 {
+        let key = if capacity.user < 1 {
+            "LONGTX_REVIEWER_CAPACITY"
+        } else {
+            "LONGTX_TEAM_CAPACITY"
+        };
+        return Err(invalid(key, "must be at least 1"));
     }
     let history_days = super::parse_number(
         "LONGTX_HISTORY_DAYS",
@@ -162,6 +190,7 @@ pub(super) fn load(
         webhook_secret: var("LONGTX_GITHUB_WEBHOOK_SECRET").or(file.webhook_secret),
         fallback_team,
         max_reviewers,
+        capacity,
         history_days,
         git_url,
         author_logins,
@@ -213,6 +242,8 @@ mod tests {
             webhook_secret: None,
             fallback_team: None,
             max_reviewers: None,
+            reviewer_capacity: None,
+            team_capacity: None,
             history_days: None,
             git_url: None,
             author_logins: None,

@@ -368,6 +368,7 @@ fn sample_claim() -> longtx_store::ClaimedJob {
         attempts: 1,
         started_at: chrono::Utc::now(),
         base_sha: Some(SAMPLE_HEAD.into()),
+        located_paths: Vec::new(),
     }
 }
 
