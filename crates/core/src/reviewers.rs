@@ -76,7 +76,7 @@ impl Choice {
 /// How many open longtx reviews one reviewer is asked to hold at once
 /// (`LONGTX_REVIEWER_CAPACITY`, `LONGTX_TEAM_CAPACITY`): a team counts as
 /// one reviewer with its own capacity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Capacity {
     pub user: i64,
     pub team: i64,

@@ -78,6 +78,8 @@ pub async fn metrics(
     // The pipeline's figures, read now, only while the database answers.
     if gauges.iter().any(|g| g.name == "longtx_jobs") {
         gauges.extend(pipeline_gauges(&state.store).await);
+        let capacity = state.dispatch.as_ref().and_then(|d| d.reviewer_capacity);
+        gauges.extend(capacity_gauges(&state.store, capacity).await);
     }
     if let Some(extra) = &state.extra_gauges {
         gauges.extend(extra());
@@ -123,6 +125,47 @@ async fn pipeline_gauges(store: &longtx_store::Store) -> Vec<Gauge> {
             series: vec![
                 (vec![("period", "today".to_owned())], today),
                 (vec![("period", "total".to_owned())], total),
+            ],
+        });
+    }
+    gauges
+}
+
+/// Reviewer capacity: jobs waiting for it, each reviewer's open longtx
+/// reviews, and the capacities they are held to (the skew rule compares
+/// the two).
+async fn capacity_gauges(
+    store: &longtx_store::Store,
+    capacity: Option<longtx_core::reviewers::Capacity>,
+) -> Vec<Gauge> {
+    let mut gauges = Vec::new();
+    if let Ok(waiting) = store.capacity_waiting().await {
+        gauges.push(Gauge {
+            name: "longtx_jobs_waiting_reviewer_capacity",
+            help: "Queued jobs waiting because every predicted reviewer is at capacity.",
+            series: vec![(vec![], waiting as f64)],
+        });
+    }
+    if let Ok(open) = store.open_reviews_by_reviewer().await {
+        gauges.push(Gauge {
+            name: "longtx_reviewer_open_reviews",
+            help: "Open longtx fix PRs each reviewer (a person, or a team as @org/team) was asked to review.",
+            series: open
+                .into_iter()
+                .map(|(key, n)| {
+                    let kind = if key.starts_with('@') { "team" } else { "user" };
+                    (vec![("reviewer", key), ("kind", kind.to_owned())], n as f64)
+                })
+                .collect(),
+        });
+    }
+    if let Some(capacity) = capacity {
+        gauges.push(Gauge {
+            name: "longtx_reviewer_capacity",
+            help: "Open longtx reviews one reviewer is asked to hold at once (LONGTX_REVIEWER_CAPACITY, LONGTX_TEAM_CAPACITY).",
+            series: vec![
+                (vec![("kind", "user".to_owned())], capacity.user as f64),
+                (vec![("kind", "team".to_owned())], capacity.team as f64),
             ],
         });
     }

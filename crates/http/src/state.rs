@@ -54,6 +54,9 @@ pub struct DispatchInfo {
     pub max_per_day: i64,
     pub max_running: i64,
     pub dry_run: bool,
+    /// Open longtx reviews per person and per team; `None` when no
+    /// reviewers are asked (no GitHub).
+    pub reviewer_capacity: Option<longtx_core::reviewers::Capacity>,
 }
 
 impl AppState {

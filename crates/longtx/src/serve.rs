@@ -156,6 +156,7 @@ async fn start_dispatcher(
         max_per_day: gh.max_dispatches_per_day,
         max_running: gh.max_running,
         dry_run: github.is_none(),
+        reviewer_capacity: github.is_some().then_some(config.reviews.capacity),
     };
     let mut state = state.with_dispatch(info);
     if let (Some(secret), Some(repo)) = (&config.reviews.webhook_secret, &gh.repo) {

@@ -222,6 +222,20 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Every reviewer's open longtx reviews (requests on PRs in review).
+    pub async fn open_reviews_by_reviewer(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT r.reviewer, count(*) AS open FROM review_requests r \
+             JOIN jobs j ON j.id = r.job_id WHERE j.state = 'in_review' \
+             GROUP BY r.reviewer ORDER BY r.reviewer",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("reviewer")?, row.try_get("open")?)))
+            .collect()
+    }
+
     /// Jobs waiting for reviewer capacity now.
     pub async fn capacity_waiting(&self) -> Result<i64, StoreError> {
         Ok(sqlx::query_scalar(

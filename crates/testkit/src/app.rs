@@ -144,6 +144,7 @@ impl TestAppBuilder {
             max_per_day,
             max_running: 3,
             dry_run,
+            reviewer_capacity: None,
         });
         self
     }
@@ -218,6 +219,7 @@ impl TestAppBuilder {
                 max_per_day: settings.caps.max_per_day,
                 max_running: settings.caps.max_running,
                 dry_run: github.is_none(),
+                reviewer_capacity: finder.as_ref().and_then(|f| f.capacity()),
             });
             settings.policy = policy_for_dispatch;
             longtx_pipeline::spawn_dispatcher_with(

@@ -55,6 +55,20 @@ impl Tracking {
         Self::start_full_with(remote, |_| {}, |_| {}, None, Some(devin)).await
     }
 
+    /// As [`Tracking::start`], with prompts that locate the code in
+    /// `checkout` (a working tree of the remote), so the dispatcher can
+    /// predict a fix's reviewers from the located files.
+    #[allow(dead_code)]
+    pub async fn start_locating(
+        remote: &std::path::Path,
+        checkout: &std::path::Path,
+        change: impl FnOnce(&mut ReviewSettings),
+    ) -> Tracking {
+        let mut sources = shipped_prompt_sources();
+        sources.repo = Some(checkout.to_owned());
+        Self::start_full_sources(remote, change, |_| {}, None, None, sources).await
+    }
+
     async fn start_full(
         remote: &std::path::Path,
         change: impl FnOnce(&mut ReviewSettings),
@@ -70,6 +84,18 @@ impl Tracking {
         change_wontfix: impl FnOnce(&mut WontfixSettings),
         pre_review: Option<PreReviewMode>,
         devin: Option<longtx_pipeline::DevinSettings>,
+    ) -> Tracking {
+        let sources = shipped_prompt_sources();
+        Self::start_full_sources(remote, change, change_wontfix, pre_review, devin, sources).await
+    }
+
+    async fn start_full_sources(
+        remote: &std::path::Path,
+        change: impl FnOnce(&mut ReviewSettings),
+        change_wontfix: impl FnOnce(&mut WontfixSettings),
+        pre_review: Option<PreReviewMode>,
+        devin: Option<longtx_pipeline::DevinSettings>,
+        sources: longtx_prompt::PromptSources,
     ) -> Tracking {
         // GitHub's git side is the test's bare repository: PRs are opened
         // from the branches pushed there.
@@ -108,7 +134,7 @@ impl Tracking {
                 },
                 github.client(Duration::from_secs(5)),
             )
-            .prompts(shipped_prompt_sources())
+            .prompts(sources)
             .dispatcher(
                 dispatch_settings(),
                 Some(github.client(Duration::from_secs(5))),
