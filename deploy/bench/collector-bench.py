@@ -85,6 +85,18 @@ def shipped_sql():
 
 NEW_SQL = shipped_sql()
 
+
+def shipped_waiting_sql():
+    """WAITING_SQL of crates/collector/src/mysql.rs: the sessions waiting
+    for a metadata lock, which longtx collect runs after the holders."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    source = open(os.path.join(here, "../../crates/collector/src/mysql.rs")).read()
+    body = re.search(r'const WAITING_SQL: &str = "(.*?)";', source, re.S).group(1)
+    return re.sub(r"\\\n\s*", "", body)
+
+
+WAITING_SQL = shipped_waiting_sql()
+
 # MariaDB only (MySQL 8 has no such variable and hash-joins by itself):
 # lets the optimizer use hash joins (BNLH) on these index-less tables.
 # The collector runs it once per connection, in its `mariadb` branch.
@@ -96,6 +108,8 @@ VARIANTS = {
     "reference": (OLD_SQL, []),
     "straight": (NEW_SQL, []),
     "longtx": (NEW_SQL, MARIADB_SESSION),
+    # The second query of a longtx poll: the sessions waiting behind holders.
+    "waiting": (WAITING_SQL, MARIADB_SESSION),
 }
 
 # Rails Query Logs comments, in the formats crates/core/src/query_logs.rs reads.
@@ -253,6 +267,33 @@ def open_sessions(server, sessions, holders, tables, decoys, tables_per_holder, 
     return conns, expected
 
 
+def open_waiters(server, waiters, holders, tables):
+    """W sessions blocked behind the holders, each in a thread of its own
+    (the statement does not return until the holders end): every third an
+    ALTER TABLE on a held table, the rest a read queued behind it. Returns
+    the connections; the server's stop ends them."""
+    import threading
+    held = sorted({i % tables for i in range(holders)})
+    conns = []
+
+    def blocked(conn, sql):
+        try:
+            conn.cursor().execute(sql)
+        except Exception:
+            pass
+
+    for w in range(waiters):
+        c = pymysql.connect(unix_socket=server.sock, user="root", database="app",
+                            autocommit=True, connect_timeout=10)
+        k = held[(w // 3) % len(held)]
+        sql = (f"ALTER TABLE t_{k} ADD COLUMN w{w} INT" if w % 3 == 0
+               else f"SELECT id FROM t_{k} /*action:show,controller:bench*/")
+        threading.Thread(target=blocked, args=(c, sql), daemon=True).start()
+        conns.append(c)
+        time.sleep(0.01)
+    return conns
+
+
 def collector(server, statement_timeout, extra):
     """A polling session as mysql.rs sets it up (over TCP, as the collector
     user), plus the variant's extra statements."""
@@ -283,7 +324,7 @@ def run_poll(server, cur):
     start = time.time()
     t0 = time.perf_counter()
     try:
-        cur.execute("EXECUTE q USING @ddl")
+        cur.execute("EXECUTE q USING @ddl" if cur.uses_ddl else "EXECUTE q")
         rows = cur.fetchall()
         err = None
     except pymysql.err.MySQLError as e:
@@ -377,6 +418,8 @@ def main():
     p.add_argument("--tables-per-holder", type=int, default=1)
     p.add_argument("--decoys", type=int, default=0,
                    help="sessions holding an MDL on a MyISAM table, without an InnoDB transaction")
+    p.add_argument("--waiters", type=int, default=0,
+                   help="more sessions, blocked behind the holders: an ALTER TABLE, then reads queued behind it")
     p.add_argument("--polls", type=int, default=20)
     p.add_argument("--spread", type=float, default=3.0, help="seconds over which holders start")
     p.add_argument("--statement-timeout", type=float, default=60.0,
@@ -422,6 +465,16 @@ def main():
         conns, expected = open_sessions(server, args.sessions, args.holders, args.tables,
                                         args.decoys, args.tables_per_holder, args.spread)
         log(f"{len(conns)} sessions open ({args.holders} holders, {args.decoys} decoys) in {time.time() - t1:.1f} s")
+        if args.waiters:
+            conns += open_waiters(server, args.waiters, args.holders, args.tables)
+            deadline = time.time() + 60
+            while True:
+                rc.execute("SELECT COUNT(*) FROM performance_schema.metadata_locks WHERE LOCK_STATUS = 'PENDING'")
+                pending = rc.fetchone()[0]
+                if pending >= args.waiters or time.time() > deadline:
+                    break
+                time.sleep(0.2)
+            log(f"{args.waiters} waiters opened, {pending} pending metadata locks")
         rc.execute("SELECT (SELECT COUNT(*) FROM performance_schema.metadata_locks),"
                    " (SELECT COUNT(*) FROM performance_schema.threads),"
                    " (SELECT COUNT(*) FROM performance_schema.events_statements_current),"
@@ -439,6 +492,7 @@ def main():
             c = collector(server, args.statement_timeout, extra)
             conns.append(c)
             curs[n] = c.cursor()
+            curs[n].uses_ddl = "?" in sql
             curs[n].execute("PREPARE q FROM %s", (sql,))
         if args.explain:
             os.makedirs(args.explain, exist_ok=True)
@@ -456,9 +510,15 @@ def main():
                 got[n] = run_poll(server, curs[n])
                 results[n].append(got[n])
             for n in names:
+                if n == "waiting":
+                    if got[n][0] is not None:
+                        seen = len(got[n][0])
+                        checks.append((n, "vs opened", seen == args.waiters,
+                                       f"{seen} waiting rows, {args.waiters} waiters opened"))
+                    continue
                 if got[n][0] is not None:
                     checks.append((n, "vs opened") + expected_check(got[n], expected))
-                    if n != names[0] and got[names[0]][0] is not None:
+                    if n != names[0] and names[0] != "waiting" and got[names[0]][0] is not None:
                         checks.append((n, "vs " + names[0]) + compare(got[names[0]], got[n]))
             log(f"  poll {i + 1}: " + "  ".join(f"{n} {got[n][1] * 1000:.0f} ms" for n in names))
 
@@ -476,6 +536,11 @@ def main():
                           "cpu_s": [r[2] for r in results[n]],
                           "errors": [str(r[4]) for r in results[n] if r[4] is not None],
                           "status_delta_median": med}
+        if "longtx" in names and "waiting" in names:
+            whole = [a[1] + b[1] for a, b in zip(results["longtx"], results["waiting"])]
+            print(f"  a whole longtx poll (holders + waiting): median {statistics.median(whole) * 1000:.1f} ms, "
+                  f"max {max(whole) * 1000:.1f} ms")
+            figures["whole_poll_median_s"] = statistics.median(whole)
         if args.longtx:
             checks.append(("longtx collect --once", "vs opened") + check_binary(args.longtx, server, expected))
         bad = [c for c in checks if not c[2]]

@@ -135,4 +135,21 @@ print("jobs:", ", ".join("%s -> job %d (%s, %.0f s)" % (s, j["id"], j["state"], 
 }
 wait_for 120 jobs_for_both
 step "$(jobs_for_both)"
+
+# The blocked ALTERs reached each job through the rule's `waiters`
+# annotation: its impact names them.
+waiters_reached_jobs() {
+    for id in $(curl -fsS -H "Authorization: Bearer $token" "http://127.0.0.1:$serve_port/api/jobs" \
+                | python3 -c 'import json, sys; print(" ".join(str(j["id"]) for j in json.load(sys.stdin)["jobs"]))'); do
+        curl -fsS -H "Authorization: Bearer $token" "http://127.0.0.1:$serve_port/api/jobs/$id" | python3 -c '
+import json, sys
+job = json.load(sys.stdin)
+why = job["queue"]["impact"]["why"]
+assert why.startswith("1 schema change"), why
+print("job %d: %s" % (job["job"]["id"], why))
+' || return 1
+    done
+}
+wait_for 60 waiters_reached_jobs
+step "$(waiters_reached_jobs)"
 step "passed"

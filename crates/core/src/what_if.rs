@@ -49,6 +49,8 @@ pub struct History {
     pub reviewed_prs: u32,
     /// Fix PRs merged in the observation window.
     pub merged_in_window: u32,
+    /// Open longtx reviews now, per reviewer key (`@org/team` for teams).
+    pub open_reviews: Vec<(String, u32)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -68,6 +70,12 @@ pub struct Candidate {
     pub extra_cost_per_week_usd: Option<f64>,
     /// Extra review requests per week and person, busiest first.
     pub reviewer_load: Vec<(String, f64)>,
+    /// Of the fix PRs this threshold would bring at once (its extra
+    /// sources), those the free review seats cannot take: they wait.
+    pub backlog_prs: Option<f64>,
+    /// How long that backlog takes to clear at the current merge rate;
+    /// `None` when the rates are unknown or nothing is merged yet.
+    pub backlog_weeks: Option<f64>,
 }
 
 /// Per table: its current threshold and the extra sources at each
@@ -117,7 +125,14 @@ fn counts(source: &str, policy: &IntakePolicy, ignore: &IgnoreList) -> bool {
     !excluded && ignore.matching(&parsed).is_none()
 }
 
-pub fn project(history: &History, policy: &IntakePolicy, ignore: &IgnoreList) -> WhatIf {
+/// `capacity`: what reviewers are held to (`None` when nobody is asked:
+/// no backlog is projected then).
+pub fn project(
+    history: &History,
+    policy: &IntakePolicy,
+    ignore: &IgnoreList,
+    capacity: Option<crate::reviewers::Capacity>,
+) -> WhatIf {
     let observations: Vec<&Observation> = history
         .observations
         .iter()
@@ -133,6 +148,8 @@ pub fn project(history: &History, policy: &IntakePolicy, ignore: &IgnoreList) ->
     };
     let current = alerting(1.0);
     let weeks = f64::from(history.days.max(1)) / 7.0;
+    let merged_per_week = f64::from(history.merged_in_window) / weeks;
+    let free_seats = capacity.map(|c| free_review_seats(history, c));
     let rates = &history.rates;
     let pr_per_source = ratio(rates.with_pr, rates.ended_jobs);
     let merge_rate = ratio(rates.merged, rates.with_pr);
@@ -144,6 +161,19 @@ pub fn project(history: &History, policy: &IntakePolicy, ignore: &IgnoreList) ->
             let extra = at.difference(&current).count() as u32;
             let new_jobs_per_week = f64::from(extra) / weeks;
             let prs = pr_per_source.map(|rate| new_jobs_per_week * rate);
+            // The sources over this threshold in the window come in at once
+            // when it is lowered; free seats take some, the rest queue and
+            // drain at what the team merges now.
+            let backlog_prs = pr_per_source
+                .zip(free_seats)
+                .map(|(rate, free)| (f64::from(extra) * rate - free).max(0.0));
+            let backlog_weeks = backlog_prs.and_then(|backlog| {
+                if backlog == 0.0 {
+                    Some(0.0)
+                } else {
+                    (merged_per_week > 0.0).then(|| backlog / merged_per_week)
+                }
+            });
             let reviewer_load = match prs {
                 Some(prs) if history.reviewed_prs > 0 && extra > 0 => {
                     let mut load: Vec<(String, f64)> = history
@@ -173,6 +203,8 @@ pub fn project(history: &History, policy: &IntakePolicy, ignore: &IgnoreList) ->
                     .map(|(p, r)| new_jobs_per_week + p * r),
                 extra_cost_per_week_usd: rates.cost_per_job_usd.map(|c| new_jobs_per_week * c),
                 reviewer_load,
+                backlog_prs,
+                backlog_weeks,
             }
         })
         .collect();
@@ -183,8 +215,32 @@ pub fn project(history: &History, policy: &IntakePolicy, ignore: &IgnoreList) ->
         pr_per_source,
         merge_rate,
         rounds_per_pr,
-        merged_per_week: f64::from(history.merged_in_window) / weeks,
+        merged_per_week,
     }
+}
+
+/// Review seats free now: for each reviewer of longtx PRs in the window,
+/// their capacity less their open reviews.
+fn free_review_seats(history: &History, capacity: crate::reviewers::Capacity) -> f64 {
+    let open = |key: &str| {
+        history
+            .open_reviews
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or(0, |(_, n)| i64::from(*n))
+    };
+    history
+        .reviewer_requests
+        .iter()
+        .map(|(key, _)| {
+            let cap = if key.starts_with('@') {
+                capacity.team
+            } else {
+                capacity.user
+            };
+            (cap - open(key)).max(0) as f64
+        })
+        .sum()
 }
 
 fn table_rows(
@@ -263,9 +319,13 @@ mod tests {
             reviewer_requests: vec![("bob".into(), 2), ("alice".into(), 6)],
             reviewed_prs: 8,
             merged_in_window: 6,
+            open_reviews: vec![("alice".into(), 2)],
         };
         (history, policy, ignore)
     }
+
+    const CAPACITY: Option<crate::reviewers::Capacity> =
+        Some(crate::reviewers::Capacity { user: 3, team: 10 });
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-9)
@@ -274,7 +334,7 @@ mod tests {
     #[test]
     fn extra_sources_and_weekly_work_match_the_hand_computed_figures() {
         let (history, policy, ignore) = seeded();
-        let w = project(&history, &policy, &ignore);
+        let w = project(&history, &policy, &ignore, CAPACITY);
         let extra: Vec<_> = w
             .candidates
             .iter()
@@ -317,7 +377,7 @@ mod tests {
     #[test]
     fn each_table_is_measured_against_its_own_threshold() {
         let (history, policy, ignore) = seeded();
-        let w = project(&history, &policy, &ignore);
+        let w = project(&history, &policy, &ignore, CAPACITY);
         let rows: Vec<_> = w
             .tables
             .iter()
@@ -343,10 +403,38 @@ mod tests {
     fn without_an_ended_job_the_work_is_unknown_not_zero() {
         let (mut history, policy, ignore) = seeded();
         history.rates = Rates::default();
-        let w = project(&history, &policy, &ignore);
+        let w = project(&history, &policy, &ignore, CAPACITY);
         assert_eq!(w.candidates[1].extra_sources, 2);
         assert_eq!(w.candidates[1].extra_prs_per_week, None);
         assert_eq!(w.pr_per_source, None);
         assert!(w.candidates[1].reviewer_load.is_empty());
+    }
+
+    #[test]
+    fn the_backlog_is_what_free_seats_cannot_take_at_the_merge_rate() {
+        let (mut history, policy, ignore) = seeded();
+        // Free seats: alice 3 - 2 = 1, bob 3 - 0 = 3: 4 in all.
+        // 25%: 3 extra sources * 0.8 = 2.4 PRs at once: all seated.
+        let w = project(&history, &policy, &ignore, CAPACITY);
+        assert!(close(w.candidates[3].backlog_prs, 0.0));
+        assert_eq!(w.candidates[3].backlog_weeks, Some(0.0));
+        // With alice at 3 and bob at 2 open, one seat is free: 1.4 PRs wait,
+        // and the team merges 6 in 30 days (1.4 a week): a week of backlog.
+        history.open_reviews = vec![("alice".into(), 3), ("bob".into(), 2)];
+        let w = project(&history, &policy, &ignore, CAPACITY);
+        assert!(close(w.candidates[3].backlog_prs, 1.4));
+        assert!(close(
+            w.candidates[3].backlog_weeks,
+            1.4 / (6.0 * 7.0 / 30.0)
+        ));
+        // Nothing merged yet: the backlog never clears at today's rate.
+        history.merged_in_window = 0;
+        let w = project(&history, &policy, &ignore, CAPACITY);
+        assert_eq!(w.candidates[3].backlog_weeks, None);
+        // No capacity (nobody is asked): no seats to count.
+        assert_eq!(
+            project(&history, &policy, &ignore, None).candidates[3].backlog_prs,
+            None
+        );
     }
 }

@@ -11,7 +11,7 @@ mod what_if;
 pub use view::PageSettings;
 
 use longtx_core::what_if::WhatIf;
-use longtx_store::{Dashboard, JobPage};
+use longtx_store::{Dashboard, JobPage, QueuePlace};
 
 #[derive(Debug, thiserror::Error)]
 #[error("rendering the {page} page: {source}")]
@@ -43,19 +43,29 @@ impl Pages {
         Pages { tera }
     }
 
+    /// `queue`: the first queued jobs in the dispatcher's order.
     pub fn dashboard(
         &self,
         data: &Dashboard,
         what_if: &WhatIf,
+        queue: &[QueuePlace],
         settings: &PageSettings,
     ) -> Result<String, RenderError> {
         let mut context = view::dashboard_context(data, settings);
         context.insert("what_if", &what_if::view(what_if));
+        context.insert("queue", &view::queue_rows(queue));
         self.render("dashboard.html", "dashboard", &context)
     }
 
-    pub fn job(&self, page: &JobPage, settings: &PageSettings) -> Result<String, RenderError> {
-        let context = view::job_context(page, settings);
+    /// `queue`: the job's impact and place, when it has them.
+    pub fn job(
+        &self,
+        page: &JobPage,
+        queue: Option<&QueuePlace>,
+        settings: &PageSettings,
+    ) -> Result<String, RenderError> {
+        let mut context = view::job_context(page, settings);
+        context.insert("impact", &queue.map(view::impact_line));
         self.render("job.html", "job", &context)
     }
 

@@ -468,6 +468,46 @@ struct RoundView {
     ended: Option<String>,
 }
 
+/// One line on a job's impact and place: "impact 36.97 (over 5.26,
+/// recurrence 0.71, waiters 31), 3rd of 5 in the queue: 1 schema change
+/// and 3 queries waited behind it; ...".
+pub(crate) fn impact_line(place: &longtx_store::QueuePlace) -> String {
+    let i = &place.impact;
+    let at = match place.position {
+        Some(p) => format!("{p} of {} in the queue", place.of),
+        None => "not in the queue now".to_owned(),
+    };
+    format!(
+        "impact {:.1} (over the threshold {:.1}, recurrence {:.1}, waiters {:.1}), {at}: {}",
+        i.score, i.over, i.recurrence, i.waiting, i.why
+    )
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct QueueRow {
+    position: usize,
+    job_id: i64,
+    query_source: String,
+    score: String,
+    priority: String,
+    why: String,
+}
+
+/// The queue's first rows, in the dispatcher's order.
+pub(crate) fn queue_rows(queue: &[longtx_store::QueuePlace]) -> Vec<QueueRow> {
+    queue
+        .iter()
+        .map(|q| QueueRow {
+            position: q.position.unwrap_or(0),
+            job_id: q.job_id,
+            query_source: q.query_source.clone(),
+            score: format!("{:.1}", q.impact.score),
+            priority: format!("{:.1}", q.priority),
+            why: q.impact.why.clone(),
+        })
+        .collect()
+}
+
 fn round_view(r: &longtx_store::RoundRow) -> RoundView {
     let findings: Vec<longtx_core::revision::Finding> =
         serde_json::from_value(r.findings.clone()).unwrap_or_default();

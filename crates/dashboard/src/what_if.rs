@@ -28,6 +28,9 @@ struct CandidateRow {
     cost: String,
     /// The three busiest reviewers' extra review requests per week.
     busiest: String,
+    /// Weeks the fix PRs this threshold brings at once would wait for
+    /// review seats, at today's merge rate.
+    backlog: String,
     over: bool,
 }
 
@@ -65,6 +68,12 @@ pub(crate) fn view(w: &WhatIf) -> WhatIfView {
                     .map(|(who, n)| format!("{who} +{n:.1}"))
                     .collect::<Vec<_>>()
                     .join(" · ")
+            },
+            backlog: match (c.backlog_prs, c.backlog_weeks) {
+                (None, _) => "-".to_owned(),
+                (Some(prs), _) if prs == 0.0 => "none".to_owned(),
+                (Some(prs), Some(weeks)) => format!("{weeks:.1} weeks ({prs:.1} PRs)"),
+                (Some(prs), None) => format!("{prs:.1} PRs, no merges yet to clear them"),
             },
             over: c
                 .extra_merges_per_week

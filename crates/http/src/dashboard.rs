@@ -15,6 +15,8 @@ const WEEKS: i32 = 12;
 const SOURCES_PER_PAGE: i64 = 20;
 const JOBS_PER_PAGE: i64 = 50;
 const REVIEWERS: i64 = 20;
+/// Queued jobs the dashboard lists, in the dispatcher's order.
+const QUEUE_ROWS: usize = 10;
 
 #[derive(Debug, Deserialize)]
 pub struct DashboardParams {
@@ -89,8 +91,20 @@ pub async fn dashboard(
         Ok(history) => history,
         Err(err) => return page_error(&state, err.status, "Unavailable", &err.detail),
     };
-    let what_if = longtx_core::what_if::project(&history, &state.policy, &state.ignore_list());
-    html(&state, state.pages.dashboard(&data, &what_if, &settings))
+    let what_if = longtx_core::what_if::project(
+        &history,
+        &state.policy,
+        &state.ignore_list(),
+        state.reviewer_capacity(),
+    );
+    let queue = match state.store.queue_order(&state.policy, QUEUE_ROWS).await {
+        Ok(queue) => queue,
+        Err(err) => return store_error(&state, err),
+    };
+    html(
+        &state,
+        state.pages.dashboard(&data, &what_if, &queue, &settings),
+    )
 }
 
 pub async fn job(
@@ -109,8 +123,15 @@ pub async fn job(
             "a job id is a whole number",
         );
     };
+    let queue = match state.store.queue_place(id, &state.policy).await {
+        Ok(queue) => queue,
+        Err(err) => return store_error(&state, err),
+    };
     match state.store.job_page(id).await {
-        Ok(Some(page)) => html(&state, state.pages.job(&page, &settings(&state))),
+        Ok(Some(page)) => html(
+            &state,
+            state.pages.job(&page, queue.as_ref(), &settings(&state)),
+        ),
         Ok(None) => page_error(
             &state,
             StatusCode::NOT_FOUND,

@@ -78,8 +78,7 @@ pub async fn metrics(
     // The pipeline's figures, read now, only while the database answers.
     if gauges.iter().any(|g| g.name == "longtx_jobs") {
         gauges.extend(pipeline_gauges(&state.store).await);
-        let capacity = state.dispatch.as_ref().and_then(|d| d.reviewer_capacity);
-        gauges.extend(capacity_gauges(&state.store, capacity).await);
+        gauges.extend(capacity_gauges(&state.store, state.reviewer_capacity()).await);
     }
     if let Some(extra) = &state.extra_gauges {
         gauges.extend(extra());

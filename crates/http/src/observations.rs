@@ -82,5 +82,6 @@ pub async fn what_if(
         &history,
         &state.policy,
         &state.ignore_list(),
+        state.reviewer_capacity(),
     )))
 }

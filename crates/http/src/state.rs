@@ -107,6 +107,11 @@ impl AppState {
         self
     }
 
+    /// What reviewers are held to, when longtx asks reviewers at all.
+    pub fn reviewer_capacity(&self) -> Option<longtx_core::reviewers::Capacity> {
+        self.dispatch.as_ref().and_then(|d| d.reviewer_capacity)
+    }
+
     pub fn with_dispatch(mut self, info: DispatchInfo) -> Self {
         self.dispatch = Some(info);
         self

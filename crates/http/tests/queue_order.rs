@@ -109,6 +109,24 @@ async fn queued_jobs_go_by_impact_and_the_oldest_waits_no_longer_than_the_age_bo
     assert_eq!(detail["queue"]["position"], 3);
     assert_eq!(detail["queue"]["of"], 5);
 
+    // So does the dashboard's queue, and the job's page.
+    let page = app.get_text("/").await;
+    let table = &page[page.find("id=\"queue-order\"").expect("the queue table")..];
+    let rows: Vec<usize> = [old, long, blocker, noisy, quiet]
+        .iter()
+        .map(|id| {
+            table
+                .find(&format!("href=\"/jobs/{id}\""))
+                .expect("a row per job")
+        })
+        .collect();
+    assert!(rows.windows(2).all(|w| w[0] < w[1]), "rows out of order");
+    let job_page = app.get_text(&format!("/jobs/{blocker}")).await;
+    assert!(
+        job_page.contains("3 of 5 in the queue: 1 schema change and 3 queries waited behind it"),
+        "{job_page}"
+    );
+
     // The dispatcher follows the order: one run at a time.
     app.client
         .post(app.url("/api/resume"))

@@ -154,11 +154,11 @@ impl Store {
                 // lock above keeps other dispatchers out meanwhile.
                 let ranked = crate::queue::ranked(&mut tx, policy).await?;
                 match ranked.first() {
-                    Some((first, _)) => {
+                    Some(first) => {
                         sqlx::query_scalar(
                             "SELECT id FROM jobs WHERE id = $1 AND state = 'queued' FOR UPDATE SKIP LOCKED",
                         )
-                        .bind(first.id)
+                        .bind(first.queued.id)
                         .fetch_optional(&mut *tx)
                         .await?
                     }

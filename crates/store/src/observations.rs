@@ -140,6 +140,16 @@ pub(crate) async fn what_if_history(
     .bind(days)
     .fetch_one(&mut *conn)
     .await?;
+    let open = sqlx::query(
+        "SELECT r.reviewer, count(*) AS open FROM review_requests r \
+         JOIN jobs j ON j.id = r.job_id WHERE j.state = 'in_review' GROUP BY r.reviewer",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let open_reviews = open
+        .iter()
+        .map(|r| Ok((r.try_get("reviewer")?, r.try_get::<i64, _>("open")? as u32)))
+        .collect::<Result<_, sqlx::Error>>()?;
     Ok(History {
         days: days as u32,
         observations,
@@ -147,5 +157,6 @@ pub(crate) async fn what_if_history(
         reviewer_requests,
         reviewed_prs,
         merged_in_window: merged_in_window as u32,
+        open_reviews,
     })
 }

@@ -17,6 +17,7 @@ pub const CAPACITY_RECHECK: Duration = Duration::from_secs(300);
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct QueuePlace {
     pub job_id: i64,
+    pub query_source: String,
     /// 1-based, among the queued jobs the dispatcher may take now.
     pub position: Option<usize>,
     pub of: usize,
@@ -29,7 +30,7 @@ pub struct QueuePlace {
 /// Alerts about the source count whichever of its jobs they joined.
 fn impact_sql(filter: &str) -> String {
     format!(
-        "SELECT j.id, j.max_duration_seconds, j.tables[1] AS first_table, \
+        "SELECT j.id, j.query_source, j.max_duration_seconds, j.tables[1] AS first_table, \
              j.waiters_ddl, j.waiters_dml, j.waiters_other, \
              EXTRACT(EPOCH FROM now() - j.created_at)::float8 / 3600 AS queued_hours, \
              (SELECT count(*) FROM jobs s JOIN alert_events e ON e.job_id = s.id \
@@ -46,10 +47,14 @@ const TAKEABLE: &str = "j.state = 'queued' AND j.prompt IS NOT NULL AND j.hold_r
           OR j.capacity_hold_at < now() - make_interval(secs => $1::float8) \
           OR j.capacity_hold_at < (SELECT max(ended_at) FROM jobs WHERE ended_at IS NOT NULL))";
 
-fn scored(
-    row: &sqlx::postgres::PgRow,
-    policy: &IntakePolicy,
-) -> Result<(Queued, Impact), sqlx::Error> {
+/// A queued job ranked: its order key, impact, and source.
+pub(crate) struct Ranked {
+    pub queued: Queued,
+    pub impact: Impact,
+    pub query_source: String,
+}
+
+fn scored(row: &sqlx::postgres::PgRow, policy: &IntakePolicy) -> Result<Ranked, sqlx::Error> {
     let count = |name: &str| -> Result<u32, sqlx::Error> {
         Ok(u32::try_from(row.try_get::<i32, _>(name)?).unwrap_or(0))
     };
@@ -65,14 +70,29 @@ fn scored(
         },
     };
     let found = impact::impact(&inputs);
-    Ok((
-        Queued {
+    Ok(Ranked {
+        queued: Queued {
             id: row.try_get("id")?,
             impact: found.score,
             queued_hours: row.try_get("queued_hours")?,
         },
-        found,
-    ))
+        impact: found,
+        query_source: row.try_get("query_source")?,
+    })
+}
+
+impl Ranked {
+    fn place(self, position: Option<usize>, of: usize) -> QueuePlace {
+        QueuePlace {
+            job_id: self.queued.id,
+            query_source: self.query_source,
+            position,
+            of,
+            priority: impact::priority(self.queued.impact, self.queued.queued_hours),
+            queued_hours: self.queued.queued_hours,
+            impact: self.impact,
+        }
+    }
 }
 
 /// The takeable queue, highest priority first (on the claim's own
@@ -80,24 +100,21 @@ fn scored(
 pub(crate) async fn ranked(
     conn: &mut PgConnection,
     policy: &IntakePolicy,
-) -> Result<Vec<(Queued, Impact)>, StoreError> {
+) -> Result<Vec<Ranked>, StoreError> {
     let rows = sqlx::query(&impact_sql(TAKEABLE))
         .bind(CAPACITY_RECHECK.as_secs_f64())
         .fetch_all(&mut *conn)
         .await?;
-    let mut impacts = HashMap::new();
+    let mut by_id = HashMap::new();
     let mut queue = Vec::with_capacity(rows.len());
     for row in &rows {
-        let (queued, found) = scored(row, policy)?;
-        impacts.insert(queued.id, found);
-        queue.push(queued);
+        let ranked = scored(row, policy)?;
+        queue.push(ranked.queued.clone());
+        by_id.insert(ranked.queued.id, ranked);
     }
     Ok(impact::rank(queue)
         .into_iter()
-        .map(|q| {
-            let found = impacts.remove(&q.id).expect("scored above");
-            (q, found)
-        })
+        .map(|q| by_id.remove(&q.id).expect("scored above"))
         .collect())
 }
 
@@ -116,21 +133,14 @@ impl Store {
         let Some(row) = row else {
             return Ok(None);
         };
-        let (own, found) = scored(&row, policy)?;
+        let own = scored(&row, policy)?;
         let queue = ranked(&mut tx, policy).await?;
         tx.commit().await?;
         let position = queue
             .iter()
-            .position(|(q, _)| q.id == job_id)
+            .position(|r| r.queued.id == job_id)
             .map(|p| p + 1);
-        Ok(Some(QueuePlace {
-            job_id,
-            position,
-            of: queue.len(),
-            priority: impact::priority(own.impact, own.queued_hours),
-            queued_hours: own.queued_hours,
-            impact: found,
-        }))
+        Ok(Some(own.place(position, queue.len())))
     }
 
     /// The takeable queue in the dispatcher's order, for the dashboard.
@@ -146,22 +156,14 @@ impl Store {
             .into_iter()
             .take(limit)
             .enumerate()
-            .map(|(i, (q, found))| QueuePlace {
-                job_id: q.id,
-                position: Some(i + 1),
-                of,
-                priority: impact::priority(q.impact, q.queued_hours),
-                queued_hours: q.queued_hours,
-                impact: found,
-            })
+            .map(|(i, r)| r.place(Some(i + 1), of))
             .collect())
     }
 
     /// Every reviewer's load: the open longtx reviews they were asked for,
     /// plus the reviews predicted for fixes under way (dispatching, the
     /// agent running, the pre-review), which hold a seat until the PR's own
-    /// reviewers are asked.
-    /// `except_job`'s own reservation is left out: a job never competes
+    /// reviewers are asked. `except_job`'s own reservation is left out: a job never competes
     /// with itself.
     pub async fn reviewer_loads(
         &self,
