@@ -41,6 +41,36 @@ def shipped_sql():
     return sql.replace("%", "%%").replace("$1", "%s")
 
 
+def shipped_waiting_sql():
+    source = open(os.path.join(HERE, "../../crates/collector/src/postgres.rs")).read()
+    return re.search(r'const WAITING_SQL: &str = r"(.*?)";', source, re.S).group(1).replace("%", "%%")
+
+
+def open_waiters(dsn, waiters, holders, tables):
+    """W sessions blocked behind the holders, each in its own thread: every
+    third an ALTER TABLE on a held table, the rest reads queued behind it."""
+    import threading
+    held = sorted({s % tables for s in range(holders)})
+    conns = []
+
+    def blocked(conn, sql):
+        try:
+            conn.cursor().execute(sql)
+        except Exception:
+            pass
+
+    for w in range(waiters):
+        c = psycopg2.connect(**dsn)
+        c.autocommit = True
+        t = held[(w // 3) % len(held)]
+        sql = (f"ALTER TABLE t_{t} ADD COLUMN w{w} int" if w % 3 == 0
+               else f"SELECT * FROM t_{t} /*action='show',controller='bench'*/")
+        threading.Thread(target=blocked, args=(c, sql), daemon=True).start()
+        conns.append(c)
+        time.sleep(0.01)
+    return conns
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -58,6 +88,8 @@ def main():
     p.add_argument("--sessions", type=int, default=1000)
     p.add_argument("--holders", type=int, default=300)
     p.add_argument("--tables", type=int, default=200)
+    p.add_argument("--waiters", type=int, default=0,
+                   help="more sessions, blocked behind the holders: an ALTER TABLE, then reads queued behind it")
     p.add_argument("--polls", type=int, default=20)
     p.add_argument("--longtx", metavar="BINARY")
     p.add_argument("--deadline", type=float, default=600.0)
@@ -81,7 +113,7 @@ def main():
                        check=True, capture_output=True)
         subprocess.run(as_postgres([f"{bindir}/pg_ctl", "-D", data, "-l", os.path.join(work, "log"), "-w", "-o",
                                     f"-p {port} -k {work} -c listen_addresses=127.0.0.1 "
-                                    f"-c max_connections={args.sessions + 20} -c shared_buffers=64MB",
+                                    f"-c max_connections={args.sessions + args.waiters + 20} -c shared_buffers=64MB",
                                     "start"]), check=True, capture_output=True)
         dsn = dict(host="127.0.0.1", port=port, user="app", dbname="postgres")
         root = psycopg2.connect(**dsn)
@@ -106,7 +138,17 @@ def main():
                 c.autocommit = True
         print(f"{len(conns)} sessions open ({args.holders} holders) in {time.time() - started:.1f} s",
               file=sys.stderr)
+        if args.waiters:
+            conns += open_waiters(dsn, args.waiters, args.holders, args.tables)
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                cur.execute("SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'relation'")
+                if cur.fetchone()[0] >= args.waiters:
+                    break
+                time.sleep(0.2)
         sql = shipped_sql()
+        waiting_sql = shipped_waiting_sql()
+        waiting_times = []
         times = []
         for _ in range(args.polls):
             t0 = time.perf_counter()
@@ -117,9 +159,23 @@ def main():
             if got != expected:
                 ok = False
                 print(f"  poll: tables {len(got)} vs {len(expected)} held", file=sys.stderr)
-        print(f"{version}: {args.sessions} sessions, {args.holders} holders, {args.tables} tables, {args.polls} polls")
+            if args.waiters:
+                t0 = time.perf_counter()
+                cur.execute(waiting_sql)
+                waiting = cur.fetchall()
+                waiting_times.append(time.perf_counter() - t0)
+                if len(waiting) != args.waiters:
+                    ok = False
+                    print(f"  poll: {len(waiting)} waiting vs {args.waiters} opened", file=sys.stderr)
+        print(f"{version}: {args.sessions} sessions, {args.holders} holders, {args.waiters} waiters, "
+              f"{args.tables} tables, {args.polls} polls")
         print(f"  longtx's query  median {statistics.median(times) * 1000:8.1f} ms  max {max(times) * 1000:8.1f} ms"
               f"  (every poll: the {len(expected)} tables held: {'yes' if ok else 'NO'})")
+        if args.waiters:
+            whole = [a + b for a, b in zip(times, waiting_times)]
+            print(f"  the waiting query median {statistics.median(waiting_times) * 1000:8.1f} ms"
+                  f"  max {max(waiting_times) * 1000:8.1f} ms; a whole poll median {statistics.median(whole) * 1000:.1f} ms"
+                  f"  max {max(whole) * 1000:.1f} ms")
         if args.longtx:
             ran, tables, poll, wall, stderr = collect_once(args.longtx, f"postgres://app@127.0.0.1:{port}/postgres")
             same = ran and tables == expected

@@ -449,7 +449,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="longtx-mdl-bench.")
     os.chmod(work, 0o755)
-    server = Server(work, args.sessions + 50)
+    server = Server(work, args.sessions + args.waiters + 50)
     conns = []
     ok = True
     try:

@@ -598,8 +598,22 @@ async fn seed_a_real_looking_history(conn: &mut sqlx::PgConnection) {
 async fn the_docs_picture_shows_a_real_looking_month() {
     let app = TestApp::spawn().await;
     let mut conn = app.db.connect().await;
-    seed_jobs(&mut conn, a_real_looking_month()).await;
+    let mut month = a_real_looking_month();
+    month.push(job("Orders::ExportWorker", JobState::Queued));
+    month.push(job("admin/orders#update", JobState::Queued));
+    seed_jobs(&mut conn, month).await;
     seed_a_real_looking_history(&mut conn).await;
+    // The queue's story: a migration and the reads behind it waited on
+    // the newest source; the older ones gained their age bonus.
+    sqlx::raw_sql(
+        "UPDATE jobs SET waiters_ddl = 1, waiters_dml = 14, created_at = now() - interval '2 hours' \
+           WHERE query_source = 'admin/orders#update'; \
+         UPDATE jobs SET created_at = now() - interval '20 hours' WHERE query_source = 'Orders::ExportWorker'; \
+         UPDATE jobs SET created_at = now() - interval '30 hours' WHERE query_source = 'Billing::InvoiceSyncWorker'",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
     // The jobs' own figures agree with their alerts.
     sqlx::query(
         "UPDATE jobs j SET alert_count = greatest(1, a.n), max_duration_seconds = coalesce(a.longest, 150), \
@@ -621,9 +635,10 @@ async fn the_docs_picture_shows_a_real_looking_month() {
     assert!(!dom.contains("<img src=x") && !dom.contains("javascript:"));
     assert_eq!(
         dom.matches(r#"<tr class="job""#).count(),
-        11,
+        13,
         "every job is listed"
     );
-    screenshot(&app.url("/"), &shot, (1360, 2400)).await;
+    assert_eq!(dom.matches(r#"<tr class="queued""#).count(), 3, "the queue");
+    screenshot(&app.url("/"), &shot, (1360, 2700)).await;
     app.shutdown().await;
 }
