@@ -409,3 +409,50 @@ async fn a_review_that_never_answers_goes_to_people_as_no_verdict_after_the_time
         "a missing verdict closes nothing"
     );
 }
+
+/// A copy of an older pre-review template (it still requires the input
+/// `verdict_url`, which longtx no longer sends) never takes the dispatch:
+/// GitHub answers 422, the PR goes to people at once, and the reason
+/// names the file to copy again.
+#[tokio::test]
+async fn an_old_pre_review_template_is_named_and_people_are_asked() {
+    let mut repo = target_repository();
+    let shipped = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../.github/workflows/long-transaction-pre-review.yml"
+    ))
+    .unwrap();
+    let old = shipped.replacen(
+        "    inputs:\n",
+        "    inputs:\n      verdict_url:\n        description: where the verdict was posted\n        required: true\n        type: string\n",
+        1,
+    );
+    assert_ne!(old, shipped);
+    repo.commit(
+        &[(".github/workflows/long-transaction-pre-review.yml", &old)],
+        "Alice",
+        "alice@example.com",
+        1,
+    );
+    let t = started(&mut repo, PreReviewMode::On).await;
+    let head = "d".repeat(40);
+    let job = t.job_with_agent_running("admin/orders#update").await;
+    let opened = PrEventBuilder::opened(job, PR).head_sha(&head).to_json();
+    let (status, answer) = t.deliver("pull_request", "open-old", &opened).await;
+    assert_eq!(status, 200, "{answer}");
+    let row = t
+        .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
+        .await;
+    assert_eq!(row.state, "in_review");
+    assert!(review_runs(&t, job).is_empty(), "GitHub refused the dispatch");
+    let why = row.pre_review_verdict.unwrap()["reasons"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        why.contains("Required input 'verdict_url' not provided")
+            && why.contains("copy the shipped .github/workflows/long-transaction-pre-review.yml again")
+            && why.ends_with("people are asked instead"),
+        "{why}"
+    );
+}

@@ -157,7 +157,8 @@ impl StandIns {
         let execution = r.runner_temp.join("claude-execution-output.json");
         std::fs::write(
             &execution,
-            r#"[{"type":"system","subtype":"init"},{"type":"result","subtype":"success","total_cost_usd":0.42,"num_turns":7}]"#,
+            r#"[{"type":"system","subtype":"init"},{"type":"result","subtype":"success","total_cost_usd":0.42,"num_turns":7,
+                "usage":{"input_tokens":1200,"cache_creation_input_tokens":3000,"cache_read_input_tokens":40000,"output_tokens":900}}]"#,
         )
         .unwrap();
         outputs.insert("execution_file".into(), execution.display().to_string());
@@ -779,6 +780,9 @@ async fn the_claude_template_proposes_and_longtx_commits_round_0_and_round_1() {
         (2, 0.84, 14),
         "both runs' cost, from their results"
     );
+    // Input counts the cache's reads and writes: 1200 + 3000 + 40000, plus
+    // 900 out; twice.
+    assert_eq!(cost.tokens, 2 * (1200 + 3000 + 40000 + 900), "{cost:?}");
 }
 
 #[tokio::test]
@@ -809,8 +813,8 @@ async fn the_codex_template_proposes_with_the_database_in_reach_and_setup_first(
     // (26549 - 24448) x 1.25 + 24448 x 0.125 + 1590 x 10, per million; twice.
     let cost = t.app.store.job_cost(job).await.unwrap();
     assert_eq!(
-        (cost.runs, cost.tokens),
-        (2, 2 * (26549 + 1590)),
+        (cost.runs, cost.tokens, cost.turns),
+        (2, 2 * (26549 + 1590), 2 * 2),
         "{cost:?}"
     );
     assert!((cost.cost_usd - 2.0 * 0.02158225).abs() < 1e-9, "{cost:?}");

@@ -154,6 +154,11 @@ async fn every_misconfiguration_is_named_with_its_fix() {
     );
     expect("github.workflow.fix.run_name", "fail", "longtx job <id>");
     expect("github.workflow.fix.inputs", "fail", "`prompt_sha256`");
+    expect(
+        "github.workflow.fix.inputs",
+        "fail",
+        "copy the shipped .github/workflows/long-transaction-fix.yml again",
+    );
     expect("github.secrets", "warn", "Secrets: read");
     expect("github.labels", "fail", "longtx doctor --fix");
     expect(

@@ -528,16 +528,32 @@ pub fn fix_inputs(job: &ClaimedJob, public_url: &str) -> BTreeMap<String, String
 }
 
 /// A final dispatch error as the job page says it. GitHub refuses inputs
-/// the workflow does not declare: the workflow on the dispatch ref is a
-/// copy of an older template, and the fix is to copy the new one.
+/// the workflow does not declare, or ones it requires that longtx no
+/// longer sends: the workflow on the dispatch ref is a copy of an older
+/// template, and the fix is to copy the new one.
 pub(crate) fn explain(err: &GitHubError) -> String {
-    match err {
-        GitHubError::Refused { status: 422, message } if message.contains("Unexpected inputs") => format!(
+    explain_for(
+        err,
+        ".github/workflows/long-transaction-fix.yml (or its Codex or Devin edition)",
+    )
+}
+
+/// As [`explain`], naming `template` as the file to copy.
+pub(crate) fn explain_for(err: &GitHubError, template: &str) -> String {
+    if is_old_template(err) {
+        format!(
             "{err}: the workflow on the dispatch ref is older than this longtx; copy the shipped \
-             .github/workflows/long-transaction-fix.yml (or its Codex or Devin edition) again (docs/book/src/upgrading.md)"
-        ),
-        _ => err.to_string(),
+             {template} again (docs/book/src/upgrading.md)"
+        )
+    } else {
+        err.to_string()
     }
+}
+
+/// GitHub's 422 for inputs that do not match the workflow's declaration.
+pub(crate) fn is_old_template(err: &GitHubError) -> bool {
+    matches!(err, GitHubError::Refused { status: 422, message }
+        if message.contains("Unexpected inputs") || message.contains("Required input"))
 }
 
 /// A per-job secret for the prompt fetch: 32 random bytes, hex.

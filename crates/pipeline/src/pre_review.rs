@@ -314,6 +314,23 @@ impl<G: GitHub> Worker<G> {
                     tracing::warn!(error = %e, "recording the pre-review run failed; the lease expires and the run is looked up");
                 }
             }
+            // A copy of an older template never takes this dispatch: no
+            // verdict, people are asked, and the reason names the file.
+            Err(e) if crate::dispatch::is_old_template(&e) => {
+                let why = crate::dispatch::explain_for(
+                    &e,
+                    ".github/workflows/long-transaction-pre-review.yml",
+                );
+                tracing::error!(error = %why, "the pre-review workflow refused the dispatch");
+                let verdict = no_verdict(&claim.head_sha, format!("{why}; people are asked instead"));
+                if let Err(e) = self
+                    .store
+                    .record_verdict(claim.job_id, &verdict, self.settings.mode, self.settings.max_revisions)
+                    .await
+                {
+                    tracing::warn!(error = %e, "recording the refusal failed; retried after the lease");
+                }
+            }
             // The lease runs out and another attempt looks for the run first.
             Err(e) => {
                 tracing::warn!(error = %e, attempt = claim.attempts, "dispatching the pre-review failed; retried after the lease")

@@ -53,8 +53,9 @@ pub(crate) async fn fetch_result<G: GitHub>(
     let Some(artifact) = artifacts.iter().find(|a| a.name == RESULT_ARTIFACT) else {
         return Ok(Fetched::Missing(format!(
             "run {run_id} uploaded no `{RESULT_ARTIFACT}` artifact: a workflow copied from an older \
-             longtx pushes its own branch, which longtx no longer takes; copy the shipped template \
-             again (docs/book/src/upgrading.md)"
+             longtx pushes its own branch, which longtx no longer takes; copy the shipped \
+             .github/workflows/long-transaction-fix.yml (or its Codex or Devin edition) and \
+             long-transaction-pre-review.yml again (docs/book/src/upgrading.md)"
         )));
     };
     if artifact.expired {

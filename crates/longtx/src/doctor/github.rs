@@ -306,7 +306,9 @@ fn inputs(
             &id,
             problems.join("; "),
             format!(
-                "declare exactly these inputs, as the template does: {}",
+                "the workflow is a copy of an older template: copy the shipped .github/workflows/{} \
+                 again (docs/book/src/upgrading.md); it declares exactly these inputs: {}",
+                template_of(which),
                 names.into_iter().collect::<Vec<_>>().join(", ")
             ),
         )
