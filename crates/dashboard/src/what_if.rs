@@ -71,7 +71,7 @@ pub(crate) fn view(w: &WhatIf) -> WhatIfView {
             },
             backlog: match (c.backlog_prs, c.backlog_weeks) {
                 (None, _) => "-".to_owned(),
-                (Some(prs), _) if prs == 0.0 => "none".to_owned(),
+                (Some(0.0), _) => "none".to_owned(),
                 (Some(prs), Some(weeks)) => format!("{weeks:.1} weeks ({prs:.1} PRs)"),
                 (Some(prs), None) => format!("{prs:.1} PRs, no merges yet to clear them"),
             },

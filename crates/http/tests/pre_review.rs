@@ -444,14 +444,19 @@ async fn an_old_pre_review_template_is_named_and_people_are_asked() {
         .wait_for(job, |j| j.reviewers_state.as_deref() == Some("requested"))
         .await;
     assert_eq!(row.state, "in_review");
-    assert!(review_runs(&t, job).is_empty(), "GitHub refused the dispatch");
+    assert!(
+        review_runs(&t, job).is_empty(),
+        "GitHub refused the dispatch"
+    );
     let why = row.pre_review_verdict.unwrap()["reasons"][0]
         .as_str()
         .unwrap()
         .to_owned();
     assert!(
         why.contains("Required input 'verdict_url' not provided")
-            && why.contains("copy the shipped .github/workflows/long-transaction-pre-review.yml again")
+            && why.contains(
+                "copy the shipped .github/workflows/long-transaction-pre-review.yml again"
+            )
             && why.ends_with("people are asked instead"),
         "{why}"
     );

@@ -218,10 +218,21 @@ impl<G: GitHub> Dispatcher<G> {
         if job.attempts > 1 {
             return false;
         }
-        let choice = match finder.predict(git_ref, &job.located_paths, job.id).await {
-            Ok(choice) => choice,
-            Err(err) => {
+        // Within half the lease: a slow fetch must not let the claim lapse
+        // and a second dispatcher send a run of its own meanwhile.
+        let predicted = tokio::time::timeout(
+            self.settings.lease / 2,
+            finder.predict(git_ref, &job.located_paths, job.id),
+        )
+        .await;
+        let choice = match predicted {
+            Ok(Ok(choice)) => choice,
+            Ok(Err(err)) => {
                 tracing::warn!(error = %err, "predicting the reviewers failed; dispatching without a reservation");
+                return false;
+            }
+            Err(_) => {
+                tracing::warn!("predicting the reviewers took over half the lease; dispatching without a reservation");
                 return false;
             }
         };

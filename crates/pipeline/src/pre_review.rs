@@ -322,10 +322,16 @@ impl<G: GitHub> Worker<G> {
                     ".github/workflows/long-transaction-pre-review.yml",
                 );
                 tracing::error!(error = %why, "the pre-review workflow refused the dispatch");
-                let verdict = no_verdict(&claim.head_sha, format!("{why}; people are asked instead"));
+                let verdict =
+                    no_verdict(&claim.head_sha, format!("{why}; people are asked instead"));
                 if let Err(e) = self
                     .store
-                    .record_verdict(claim.job_id, &verdict, self.settings.mode, self.settings.max_revisions)
+                    .record_verdict(
+                        claim.job_id,
+                        &verdict,
+                        self.settings.mode,
+                        self.settings.max_revisions,
+                    )
                     .await
                 {
                     tracing::warn!(error = %e, "recording the refusal failed; retried after the lease");
