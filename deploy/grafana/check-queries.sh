@@ -61,6 +61,11 @@ longtx_collector_last_success_timestamp_seconds   gauge
 longtx_collector_scrape_duration_seconds          gauge
 longtx_collector_errors_total                     counter   kind
 longtx_collector_setup_problem                    gauge     problem
+longtx_mdl_waiters                                gauge     table query_source kind
+longtx_jobs_waiting_reviewer_capacity             gauge
+longtx_reviewer_open_reviews                      gauge     reviewer kind
+longtx_reviewer_capacity                          gauge     kind
+longtx_capacity_holds_total                       counter
 '
 # Label values longtx emits, for labels with a fixed set (metric:label values...).
 KNOWN_VALUES='
@@ -74,6 +79,9 @@ longtx_dispatches_total:mode           dispatched dry_run
 longtx_dispatch_failures_total:final   true false
 longtx_github_errors_total:kind        rate_limited unavailable refused credentials
 longtx_reviewer_requests_total:kind    user team
+longtx_mdl_waiters:kind                ddl dml other
+longtx_reviewer_open_reviews:kind      user team
+longtx_reviewer_capacity:kind          user team
 '
 
 work=$(mktemp -d)

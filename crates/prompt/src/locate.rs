@@ -11,6 +11,9 @@
 mod context;
 mod controllers;
 mod flattened;
+mod modular;
+mod roots;
+mod ruby_facts;
 
 use longtx_core::query_logs::{controller_path, underscore};
 use serde::Serialize;
@@ -74,18 +77,51 @@ pub fn locate(repo: &Path, query_source: &str) -> Vec<Candidate> {
     if names_a_path_outside(query_source) {
         return Vec::new();
     }
+    // The application's conventional layout first; then every code root
+    // (engines, packs, path gems, overlays) with Ruby's method lookup.
     let found = match classify(query_source) {
         SourceKind::Controller { path, action } => {
-            controllers::locate_controller(repo, &path, &action)
+            prefer(controllers::locate_controller(repo, &path, &action), || {
+                modular::locate_controller(repo, &path, &action)
+            })
         }
-        SourceKind::Worker { class } => locate_worker(repo, &class),
-        SourceKind::Rake { task } => locate_rake(repo, &task),
+        SourceKind::Worker { class } => prefer(locate_worker(repo, &class), || {
+            modular::locate_worker(repo, &class)
+        }),
+        SourceKind::Rake { task } => prefer(locate_rake(repo, &task), || {
+            modular::locate_rake(repo, &task)
+        }),
         SourceKind::Unknown => Vec::new(),
     };
     if found.is_empty() && flattened::looks_flattened(query_source) {
         return flattened::locate_flattened(repo, query_source);
     }
     found
+}
+
+/// The conventional answer when it names a line; else the modular one
+/// when it does, else whichever found anything.
+fn prefer(
+    conventional: Vec<Candidate>,
+    modular: impl FnOnce() -> Vec<Candidate>,
+) -> Vec<Candidate> {
+    let has_line = |found: &[Candidate]| found.iter().any(|c| c.line.is_some());
+    // A prepended module (an enterprise overlay's) runs before the class's
+    // own method: only the full lookup can tell.
+    let prepends = conventional.iter().any(|c| {
+        c.file_text
+            .lines()
+            .any(|l| l.trim_start().starts_with("prepend "))
+    });
+    if has_line(&conventional) && !prepends {
+        return conventional;
+    }
+    let modular = modular();
+    if has_line(&modular) || conventional.is_empty() {
+        modular
+    } else {
+        conventional
+    }
 }
 
 /// A source is joined into file paths: `..`, an absolute path or a
@@ -306,11 +342,18 @@ fn find_rake_task(text: &str, task: &[String]) -> Option<usize> {
         if let Some(defined) = code
             .strip_prefix("task ")
             .or_else(|| code.strip_prefix("task("))
-            .and_then(symbol_name)
+            .and_then(task_name)
         {
-            let path: Vec<&str> = stack.iter().map(|(_, n)| n.as_str()).collect();
-            if defined == *name && path == namespaces.iter().map(String::as_str).collect::<Vec<_>>()
-            {
+            // `task 'test:core'` inside `namespace :workarea` is
+            // `workarea:test:core`.
+            let mut path: Vec<&str> = stack.iter().map(|(_, n)| n.as_str()).collect();
+            path.extend(defined.split(':'));
+            let wanted: Vec<&str> = namespaces
+                .iter()
+                .map(String::as_str)
+                .chain([name.as_str()])
+                .collect();
+            if path == wanted {
                 return Some(i + 1);
             }
         }
@@ -328,6 +371,22 @@ fn heredoc_terminator(code: &str) -> Option<String> {
         .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
         .collect();
     (!id.is_empty()).then_some(id)
+}
+
+/// A task's name: a symbol, or a string that may hold `:` (`'test:core'`).
+fn task_name(rest: &str) -> Option<String> {
+    let quoted = rest.trim_start_matches('(').trim();
+    for quote in ['"', '\''] {
+        if let Some(body) = quoted.strip_prefix(quote) {
+            let name: String = body.chars().take_while(|c| *c != quote).collect();
+            let valid = !name.is_empty()
+                && name
+                    .split(':')
+                    .all(|s| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_'));
+            return valid.then_some(name);
+        }
+    }
+    symbol_name(rest)
 }
 
 /// `:name`, `name:`, `"name"`, `'name'` at the start of `rest`.
