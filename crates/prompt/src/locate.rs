@@ -144,14 +144,14 @@ pub fn explain_none(query_source: &str) -> String {
     }
     match classify(query_source) {
         SourceKind::Controller { path, action } => format!(
-            "No controller was found for {query_source}: expected app/controllers/{path}_controller.rb with `def {action}`. Search the code for the action."
+            "No controller was found for {query_source} in the application or its engines, packs and overlays: expected a class whose controller path is `{path}` (conventionally app/controllers/{path}_controller.rb) with `def {action}`. Search the code for the action."
         ),
         SourceKind::Worker { class } => format!(
-            "No worker or job was found for {class} under app/workers, app/sidekiq or app/jobs. Search the code for `class {}`.",
+            "No worker or job was found for {class} in the application or its engines, packs and overlays. Search the code for `class {}`.",
             class.rsplit("::").next().unwrap_or(&class)
         ),
         SourceKind::Rake { task } => format!(
-            "No rake task {} was found in lib/tasks/**/*.rake.",
+            "No rake task {} was found in lib/tasks/**/*.rake of the application or its engines.",
             task.join(":")
         ),
         SourceKind::Unknown => "The query_source is unknown: the statement carried no Query Logs comment, so the code path must be found from the tables and traces.".into(),
