@@ -121,3 +121,35 @@ fn the_held_out_ranking_set_shares_no_application_with_the_corpus() {
         );
     }
 }
+
+/// The modular set: engines, packs and overlays from applications neither
+/// other set holds, enough of each layout to mean something.
+#[test]
+fn the_modular_corpus_covers_engines_from_three_new_applications() {
+    let modular = read_corpus("corpus/modular");
+    let elsewhere: Vec<String> = read_corpus("corpus/locate")
+        .into_iter()
+        .chain(read_corpus("corpus/heldout"))
+        .map(|c| c.repository)
+        .collect();
+    assert!(modular.len() >= 3, "at least three applications");
+    let cases: Vec<_> = modular.iter().flat_map(|c| &c.cases).collect();
+    assert!(cases.len() >= 60, "at least 60 cases, not {}", cases.len());
+    for corpus in &modular {
+        assert!(
+            !elsewhere.contains(&corpus.repository),
+            "{} is in another set",
+            corpus.repository
+        );
+    }
+    let forms: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.form.as_str()).collect();
+    for form in [
+        "engine-controller",
+        "engine-controller-inherited",
+        "engine-extension-controller",
+        "engine-rake",
+        "missing",
+    ] {
+        assert!(forms.contains(form), "no {form} case: {forms:?}");
+    }
+}
