@@ -1,9 +1,36 @@
 """`longtx collect --once` on a database a bench has set up: the tables it
-reports and how long its poll took, for both collector benches."""
+reports and how long its poll took; and the sessions blocked behind the
+holders, for both collector benches."""
 
 import re
 import subprocess
+import threading
 import time
+
+
+def open_waiters(connect, waiters, holders, tables, alter):
+    """W sessions blocked behind the holders, each in a thread of its own
+    (the statement does not return until the holders end): every third
+    `alter(w, table)` on a held table, the rest a read queued behind it.
+    `connect()` opens an autocommit session. Returns the connections; the
+    server's stop ends them."""
+    held = sorted({i % tables for i in range(holders)})
+    conns = []
+
+    def blocked(conn, sql):
+        try:
+            conn.cursor().execute(sql)
+        except Exception:
+            pass
+
+    for w in range(waiters):
+        c = connect()
+        table = f"t_{held[(w // 3) % len(held)]}"
+        sql = alter(w, table) if w % 3 == 0 else f"SELECT * FROM {table} /*action:show,controller:bench*/"
+        threading.Thread(target=blocked, args=(c, sql), daemon=True).start()
+        conns.append(c)
+        time.sleep(0.01)
+    return conns
 
 
 def collect_once(binary, dsn):

@@ -30,45 +30,17 @@ import time
 import psycopg2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from collect_once import collect_once, describe  # noqa: E402
+from collect_once import collect_once, describe, open_waiters  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def shipped_sql():
+def shipped_sql(name):
+    """A query of crates/collector/src/postgres.rs as it is now (`HOLDERS_SQL`
+    or `WAITING_SQL`), in psycopg2's placeholders."""
     source = open(os.path.join(HERE, "../../crates/collector/src/postgres.rs")).read()
-    sql = re.search(r'const HOLDERS_SQL: &str = r"(.*?)";', source, re.S).group(1)
+    sql = re.search(rf'const {name}: &str = r"(.*?)";', source, re.S).group(1)
     return sql.replace("%", "%%").replace("$1", "%s")
-
-
-def shipped_waiting_sql():
-    source = open(os.path.join(HERE, "../../crates/collector/src/postgres.rs")).read()
-    return re.search(r'const WAITING_SQL: &str = r"(.*?)";', source, re.S).group(1).replace("%", "%%")
-
-
-def open_waiters(dsn, waiters, holders, tables):
-    """W sessions blocked behind the holders, each in its own thread: every
-    third an ALTER TABLE on a held table, the rest reads queued behind it."""
-    import threading
-    held = sorted({s % tables for s in range(holders)})
-    conns = []
-
-    def blocked(conn, sql):
-        try:
-            conn.cursor().execute(sql)
-        except Exception:
-            pass
-
-    for w in range(waiters):
-        c = psycopg2.connect(**dsn)
-        c.autocommit = True
-        t = held[(w // 3) % len(held)]
-        sql = (f"ALTER TABLE t_{t} ADD COLUMN w{w} int" if w % 3 == 0
-               else f"SELECT * FROM t_{t} /*action='show',controller='bench'*/")
-        threading.Thread(target=blocked, args=(c, sql), daemon=True).start()
-        conns.append(c)
-        time.sleep(0.01)
-    return conns
 
 
 def free_port():
@@ -139,15 +111,20 @@ def main():
         print(f"{len(conns)} sessions open ({args.holders} holders) in {time.time() - started:.1f} s",
               file=sys.stderr)
         if args.waiters:
-            conns += open_waiters(dsn, args.waiters, args.holders, args.tables)
+            def connect():
+                c = psycopg2.connect(**dsn)
+                c.autocommit = True
+                return c
+            conns += open_waiters(connect, args.waiters, args.holders, args.tables,
+                                  lambda w, table: f"ALTER TABLE {table} ADD COLUMN w{w} int")
             deadline = time.time() + 60
             while time.time() < deadline:
                 cur.execute("SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'relation'")
                 if cur.fetchone()[0] >= args.waiters:
                     break
                 time.sleep(0.2)
-        sql = shipped_sql()
-        waiting_sql = shipped_waiting_sql()
+        sql = shipped_sql("HOLDERS_SQL")
+        waiting_sql = shipped_sql("WAITING_SQL")
         waiting_times = []
         times = []
         for _ in range(args.polls):

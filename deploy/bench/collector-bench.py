@@ -52,7 +52,7 @@ from collections import Counter
 import pymysql
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from collect_once import collect_once, describe  # noqa: E402
+from collect_once import collect_once, describe, open_waiters  # noqa: E402
 
 DDL_IN_PROGRESS = "ddl_in_progress"
 
@@ -74,28 +74,18 @@ OLD_SQL = (
 )
 
 
-def shipped_sql():
-    """HOLDERS_SQL as crates/collector/src/mysql.rs has it now, so the bench
-    always measures what ships."""
+def shipped_sql(name):
+    """A query of crates/collector/src/mysql.rs as it is now (`HOLDERS_SQL`,
+    or `WAITING_SQL`, which longtx collect runs after the holders), so the
+    bench always measures what ships."""
     here = os.path.dirname(os.path.abspath(__file__))
     source = open(os.path.join(here, "../../crates/collector/src/mysql.rs")).read()
-    body = re.search(r'const HOLDERS_SQL: &str = "(.*?)";', source, re.S).group(1)
+    body = re.search(rf'const {name}: &str = "(.*?)";', source, re.S).group(1)
     return re.sub(r"\\\n\s*", "", body)
 
 
-NEW_SQL = shipped_sql()
-
-
-def shipped_waiting_sql():
-    """WAITING_SQL of crates/collector/src/mysql.rs: the sessions waiting
-    for a metadata lock, which longtx collect runs after the holders."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    source = open(os.path.join(here, "../../crates/collector/src/mysql.rs")).read()
-    body = re.search(r'const WAITING_SQL: &str = "(.*?)";', source, re.S).group(1)
-    return re.sub(r"\\\n\s*", "", body)
-
-
-WAITING_SQL = shipped_waiting_sql()
+NEW_SQL = shipped_sql("HOLDERS_SQL")
+WAITING_SQL = shipped_sql("WAITING_SQL")
 
 # MariaDB only (MySQL 8 has no such variable and hash-joins by itself):
 # lets the optimizer use hash joins (BNLH) on these index-less tables.
@@ -265,33 +255,6 @@ def open_sessions(server, sessions, holders, tables, decoys, tables_per_holder, 
         if (i + 1) % 250 == 0:
             log(f"  {i + 1} sessions open")
     return conns, expected
-
-
-def open_waiters(server, waiters, holders, tables):
-    """W sessions blocked behind the holders, each in a thread of its own
-    (the statement does not return until the holders end): every third an
-    ALTER TABLE on a held table, the rest a read queued behind it. Returns
-    the connections; the server's stop ends them."""
-    import threading
-    held = sorted({i % tables for i in range(holders)})
-    conns = []
-
-    def blocked(conn, sql):
-        try:
-            conn.cursor().execute(sql)
-        except Exception:
-            pass
-
-    for w in range(waiters):
-        c = pymysql.connect(unix_socket=server.sock, user="root", database="app",
-                            autocommit=True, connect_timeout=10)
-        k = held[(w // 3) % len(held)]
-        sql = (f"ALTER TABLE t_{k} ADD COLUMN w{w} INT" if w % 3 == 0
-               else f"SELECT id FROM t_{k} /*action:show,controller:bench*/")
-        threading.Thread(target=blocked, args=(c, sql), daemon=True).start()
-        conns.append(c)
-        time.sleep(0.01)
-    return conns
 
 
 def collector(server, statement_timeout, extra):
@@ -466,7 +429,11 @@ def main():
                                         args.decoys, args.tables_per_holder, args.spread)
         log(f"{len(conns)} sessions open ({args.holders} holders, {args.decoys} decoys) in {time.time() - t1:.1f} s")
         if args.waiters:
-            conns += open_waiters(server, args.waiters, args.holders, args.tables)
+            conns += open_waiters(
+                lambda: pymysql.connect(unix_socket=server.sock, user="root", database="app",
+                                        autocommit=True, connect_timeout=10),
+                args.waiters, args.holders, args.tables,
+                lambda w, table: f"ALTER TABLE {table} ADD COLUMN w{w} INT")
             deadline = time.time() + 60
             while True:
                 rc.execute("SELECT COUNT(*) FROM performance_schema.metadata_locks WHERE LOCK_STATUS = 'PENDING'")

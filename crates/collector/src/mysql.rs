@@ -167,12 +167,8 @@ impl MySql {
         rows.iter()
             .map(|row| {
                 Ok(Holder {
-                    table: row
-                        .try_get::<Option<String>, _>("table_name")?
-                        .unwrap_or_default(),
-                    statement: row
-                        .try_get::<Option<String>, _>("statement")?
-                        .unwrap_or_default(),
+                    table: text(row, "table_name")?,
+                    statement: text(row, "statement")?,
                     application_name: None,
                     seconds: row
                         .try_get::<Option<i64>, _>("seconds")?
@@ -188,12 +184,8 @@ impl MySql {
         rows.iter()
             .map(|row| {
                 Ok(Waiting {
-                    table: row
-                        .try_get::<Option<String>, _>("table_name")?
-                        .unwrap_or_default(),
-                    statement: row
-                        .try_get::<Option<String>, _>("statement")?
-                        .unwrap_or_default(),
+                    table: text(row, "table_name")?,
+                    statement: text(row, "statement")?,
                 })
             })
             .collect()
@@ -202,4 +194,11 @@ impl MySql {
     pub async fn close(self) {
         self.conn.close().await.ok();
     }
+}
+
+/// A text column that may be NULL, as `""`.
+fn text(row: &sqlx::mysql::MySqlRow, column: &str) -> Result<String, sqlx::Error> {
+    Ok(row
+        .try_get::<Option<String>, _>(column)?
+        .unwrap_or_default())
 }

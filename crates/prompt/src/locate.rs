@@ -310,18 +310,7 @@ fn rake_excerpt(text: &str, line: usize) -> String {
 fn find_rake_task(text: &str, task: &[String]) -> Option<usize> {
     let (name, namespaces) = task.split_last()?;
     let mut stack: Vec<(usize, String)> = Vec::new();
-    // Inside a heredoc, an `end` line is text, not the end of a block.
-    let mut heredoc: Option<String> = None;
-    for (i, line) in text.lines().enumerate() {
-        let indent = line.len() - line.trim_start().len();
-        let code = line.trim();
-        if let Some(terminator) = &heredoc {
-            if code == terminator {
-                heredoc = None;
-            }
-            continue;
-        }
-        heredoc = heredoc_terminator(code);
+    for (i, indent, code) in code_lines(text) {
         if code == "end" || code.starts_with("end ") {
             if stack
                 .last()
@@ -359,6 +348,24 @@ fn find_rake_task(text: &str, task: &[String]) -> Option<usize> {
         }
     }
     None
+}
+
+/// The lines Ruby reads as code, as (0-based index, indentation, trimmed
+/// text): inside a heredoc, an `end` line is text, not the end of a block,
+/// so heredoc bodies are skipped.
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, usize, &str)> {
+    let mut heredoc: Option<String> = None;
+    text.lines().enumerate().filter_map(move |(i, line)| {
+        let code = line.trim();
+        if let Some(terminator) = &heredoc {
+            if code == terminator {
+                heredoc = None;
+            }
+            return None;
+        }
+        heredoc = heredoc_terminator(code);
+        Some((i, line.len() - line.trim_start().len(), code))
+    })
 }
 
 /// The terminator of a heredoc a line opens (`<<~SQL`, `<<-EOS`, `<<TEXT`).

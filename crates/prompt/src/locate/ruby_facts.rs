@@ -54,20 +54,10 @@ struct Open {
 pub fn read(text: &str) -> RubyFacts {
     let mut facts = RubyFacts::default();
     let mut stack: Vec<Open> = Vec::new();
-    let mut heredoc: Option<String> = None;
-    for (i, line) in text.lines().enumerate() {
-        let indent = line.len() - line.trim_start().len();
-        let code = line.trim();
-        if let Some(terminator) = &heredoc {
-            if code == terminator {
-                heredoc = None;
-            }
-            continue;
-        }
+    for (i, indent, code) in super::code_lines(text) {
         if code.starts_with('#') {
             continue;
         }
-        heredoc = super::heredoc_terminator(code);
         if code == "end" || code.starts_with("end ") || code.starts_with("end;") {
             if stack.last().is_some_and(|o| o.indent == indent) {
                 stack.pop();
