@@ -140,16 +140,11 @@ pub(crate) async fn what_if_history(
     .bind(days)
     .fetch_one(&mut *conn)
     .await?;
-    let open = sqlx::query(
-        "SELECT r.reviewer, count(*) AS open FROM review_requests r \
-         JOIN jobs j ON j.id = r.job_id WHERE j.state = 'in_review' GROUP BY r.reviewer",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    let open_reviews = open
-        .iter()
-        .map(|r| Ok((r.try_get("reviewer")?, r.try_get::<i64, _>("open")? as u32)))
-        .collect::<Result<_, sqlx::Error>>()?;
+    let open_reviews = crate::queue::open_reviews(&mut *conn)
+        .await?
+        .into_iter()
+        .map(|(who, n)| (who, n.clamp(0, i64::from(u32::MAX)) as u32))
+        .collect();
     Ok(History {
         days: days as u32,
         observations,

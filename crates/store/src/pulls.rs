@@ -8,7 +8,6 @@ use longtx_core::github_events::{next_state, PrEvent, ReviewGate};
 use longtx_core::text::one_line;
 use longtx_core::JobState;
 use sqlx::Row;
-use std::collections::HashMap;
 use std::time::Duration;
 
 /// One webhook delivery, as GitHub identifies it.
@@ -159,24 +158,6 @@ impl Store {
             })
         })
         .transpose()
-    }
-
-    /// Open longtx reviews (jobs in review) per reviewer key.
-    pub async fn open_review_counts(
-        &self,
-        keys: &[String],
-    ) -> Result<HashMap<String, i64>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT r.reviewer, count(*) AS open FROM review_requests r \
-             JOIN jobs j ON j.id = r.job_id \
-             WHERE j.state = 'in_review' AND r.reviewer = ANY($1) GROUP BY r.reviewer",
-        )
-        .bind(keys)
-        .fetch_all(self.pool())
-        .await?;
-        rows.iter()
-            .map(|row| Ok((row.try_get("reviewer")?, row.try_get("open")?)))
-            .collect()
     }
 
     /// Records the reviewers asked (`keys`, empty when nobody was found) and

@@ -47,6 +47,21 @@ const TAKEABLE: &str = "j.state = 'queued' AND j.prompt IS NOT NULL AND j.hold_r
           OR j.capacity_hold_at < now() - make_interval(secs => $1::float8) \
           OR j.capacity_hold_at < (SELECT max(ended_at) FROM jobs WHERE ended_at IS NOT NULL))";
 
+/// Each reviewer's open longtx reviews: requests on PRs in review.
+pub(crate) async fn open_reviews(conn: &mut PgConnection) -> Result<Vec<(String, i64)>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT r.reviewer, count(*) AS open FROM review_requests r \
+         JOIN jobs j ON j.id = r.job_id WHERE j.state = 'in_review' \
+         GROUP BY r.reviewer ORDER BY r.reviewer",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows
+        .iter()
+        .map(|row| Ok((row.try_get("reviewer")?, row.try_get("open")?)))
+        .collect::<Result<_, sqlx::Error>>()?)
+}
+
 /// A queued job ranked: its order key, impact, and source.
 pub(crate) struct Ranked {
     pub queued: Queued,
@@ -226,16 +241,8 @@ impl Store {
 
     /// Every reviewer's open longtx reviews (requests on PRs in review).
     pub async fn open_reviews_by_reviewer(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT r.reviewer, count(*) AS open FROM review_requests r \
-             JOIN jobs j ON j.id = r.job_id WHERE j.state = 'in_review' \
-             GROUP BY r.reviewer ORDER BY r.reviewer",
-        )
-        .fetch_all(self.pool())
-        .await?;
-        rows.iter()
-            .map(|row| Ok((row.try_get("reviewer")?, row.try_get("open")?)))
-            .collect()
+        let mut conn = self.pool().acquire().await?;
+        open_reviews(&mut conn).await
     }
 
     /// Jobs waiting for reviewer capacity now.
