@@ -167,6 +167,13 @@ fn main() -> anyhow::Result<()> {
             let took = started.elapsed();
             tally.time += took;
             tally.slowest = tally.slowest.max(took);
+            if show_misses && took > Duration::from_millis(10) {
+                println!(
+                    "  slow {} took {:.1} ms (the goal is under 10 ms a call)",
+                    case.query_source,
+                    took.as_secs_f64() * 1000.0
+                );
+            }
             tally.cases += 1;
             let (top1, listed) = if case.expect == "none" {
                 tally.none_expected += 1;

@@ -183,29 +183,18 @@ fn locate_worker(repo: &Path, class: &str) -> Vec<Candidate> {
     }
     if found.is_empty() {
         // Custom inflections (`OAuth2` → `oauth2`) break the conventional
-        // path, and jobs live outside the usual folders too: look for the
-        // class declaration itself, with its namespace (nested `module`
-        // blocks or the compact `class A::B`), so `Billing::SyncWorker` is
-        // not taken for `Crm::SyncWorker`.
-        for root in CLASS_ROOTS {
-            for file in ruby_files(&repo.join(root), "rb") {
-                let Some(text) = read_small(repo, &file) else {
-                    continue;
-                };
-                if declared_classes(&text)
-                    .iter()
-                    .any(|(_, full)| full == class)
-                {
-                    let relative = relative_to(repo, &file);
-                    if found.iter().any(|c: &Candidate| c.path == relative) {
-                        continue;
-                    }
-                    found.push(worker_candidate(
-                        relative,
-                        text,
-                        format!("declares `class {class}`"),
-                    ));
-                }
+        // path, and jobs live outside the usual folders too: the class
+        // declaration itself, with its namespace (nested `module` blocks or
+        // the compact `class A::B`), so `Billing::SyncWorker` is not taken
+        // for `Crm::SyncWorker`. Read from the index of code roots, built
+        // once per commit rather than scanned on every call.
+        for (relative, root) in modular::files_declaring_class(repo, class) {
+            if let Some(text) = read_small(repo, &repo.join(&relative)) {
+                found.push(worker_candidate(
+                    relative,
+                    text,
+                    format!("declares `class {class}`{root}"),
+                ));
             }
         }
     }
@@ -263,7 +252,9 @@ fn declared_classes(text: &str) -> Vec<(usize, String)> {
 }
 
 fn worker_candidate(path: String, text: String, why: String) -> Candidate {
-    let method = find_def(&text, "perform");
+    // The instance method Sidekiq and ActiveJob call, before a class
+    // method of the same name (`def self.perform(model)` enqueuing it).
+    let method = find_instance_def(&text, "perform").or_else(|| find_def(&text, "perform"));
     Candidate {
         path,
         line: method.as_ref().map(|(line, _)| *line),
@@ -414,6 +405,16 @@ fn symbol_name(rest: &str) -> Option<String> {
         .take_while(|c| !terminators.contains(c))
         .collect();
     (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some(name)
+}
+
+/// The line of the instance method `name` (neither `def self.name` nor
+/// one inside `class << self`) and its body.
+fn find_instance_def(text: &str, name: &str) -> Option<(usize, String)> {
+    ruby_facts::read(text)
+        .defs
+        .iter()
+        .find(|d| d.name == name && !d.singleton)
+        .map(|d| (d.line, block_from(text, d.line)))
 }
 
 /// The line of `def name` (also `def self.name`) and its body.

@@ -48,7 +48,9 @@ const TAKEABLE: &str = "j.state = 'queued' AND j.prompt IS NOT NULL AND j.hold_r
           OR j.capacity_hold_at < (SELECT max(ended_at) FROM jobs WHERE ended_at IS NOT NULL))";
 
 /// Each reviewer's open longtx reviews: requests on PRs in review.
-pub(crate) async fn open_reviews(conn: &mut PgConnection) -> Result<Vec<(String, i64)>, StoreError> {
+pub(crate) async fn open_reviews(
+    conn: &mut PgConnection,
+) -> Result<Vec<(String, i64)>, StoreError> {
     let rows = sqlx::query(
         "SELECT r.reviewer, count(*) AS open FROM review_requests r \
          JOIN jobs j ON j.id = r.job_id WHERE j.state = 'in_review' \

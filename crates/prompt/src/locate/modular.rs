@@ -166,6 +166,34 @@ impl Index {
 /// Indexes by checkout, with the commit each was built at.
 type Cached = HashMap<PathBuf, (String, Arc<Index>)>;
 
+/// The files that declare `class` (a class, not a module), in the
+/// application or any root, the file Zeitwerk would load first; each with
+/// its root when that is not the application (" (in the pack `x`)").
+pub(super) fn files_declaring_class(repo: &Path, class: &str) -> Vec<(String, String)> {
+    let index = Index::of(repo);
+    let Some(files) = index.constants.get(class) else {
+        return Vec::new();
+    };
+    files
+        .iter()
+        .filter(|&&f| {
+            index.files[f]
+                .facts
+                .decls
+                .iter()
+                .any(|d| d.full == class && d.is_class)
+        })
+        .map(|&f| {
+            let root = index
+                .root_of(f)
+                .describe()
+                .map(|r| format!(" (in {r})"))
+                .unwrap_or_default();
+            (index.files[f].path.clone(), root)
+        })
+        .collect()
+}
+
 /// The root a path belongs to: the deepest whose folder holds it.
 fn owning_root(roots: &[CodeRoot], path: &str) -> Option<usize> {
     roots

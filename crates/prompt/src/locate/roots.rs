@@ -102,6 +102,10 @@ pub fn discover(repo: &Path) -> Vec<CodeRoot> {
             continue;
         }
         let mut code_dirs = vec![join(&dir, "app"), join(&dir, "lib")];
+        if kind == RootKind::App {
+            // Classes declared in initializers are loaded too.
+            code_dirs.push("config/initializers".to_owned());
+        }
         code_dirs.extend(added_paths(repo, &dir));
         code_dirs.retain(|d| repo.join(d).is_dir());
         code_dirs.dedup();
