@@ -37,3 +37,29 @@ pub struct PatternCase {
     #[serde(default)]
     pub tables: Vec<String>,
 }
+
+/// A file of `corpus/real-fixes/`: real historical commits of one
+/// application that shortened a transaction, each labelled from its diff.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RealFixFile {
+    pub repository: String,
+    pub cases: Vec<RealFix>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RealFix {
+    pub fix_commit: String,
+    /// The code longtx is run on: the fix's only parent.
+    pub parent_commit: String,
+    pub query_source: String,
+    pub table: String,
+    /// The entry point's own `path:line` in the parent commit.
+    pub entry: String,
+    /// `path:line` in the parent commit where the fix changed the
+    /// transaction (its opening, a lock, a callback) or the slow call.
+    pub fixed_site: String,
+    /// A catalogue pattern id, or `none`.
+    pub pattern: String,
+    #[serde(default)]
+    pub note: String,
+}

@@ -1,0 +1,210 @@
+//! realfix-bench: the prompt measured against real historical fixes of long
+//! transactions (`corpus/real-fixes/*.yaml`, each labelled from its diff).
+//! For each fix, longtx runs on the fix's parent commit, as it would have
+//! the day the transaction was long, and the bench reports:
+//! - the fixed site at top-1 and in the top 3 (a candidate whose excerpt,
+//!   in the same file, spans the fixed line);
+//! - the top pattern against the one the fix matches (fixes labelled
+//!   `none` are left out of this figure);
+//! - whether the fixed file is named anywhere in the rendered prompt.
+//!
+//! The checkouts stay out of this repository and need their history:
+//! `scripts/corpus-checkouts DIR corpus/real-fixes` clones each application;
+//! the bench checks out each parent commit itself (`git checkout -f`, so use
+//! clones made for it).
+//!
+//! Run: `cargo run --release -p longtx-bench --bin realfix-bench -- --checkouts DIR [--misses]`
+
+use anyhow::Context;
+use longtx_prompt::corpus::{RealFix, RealFixFile};
+use longtx_prompt::{locate, Candidate, JobFacts, PromptSources, DEFAULT_BUDGET_BYTES};
+use std::path::{Path, PathBuf};
+
+#[derive(Default)]
+struct Tally {
+    cases: usize,
+    top1: usize,
+    top3: usize,
+    with_pattern: usize,
+    pattern_top1: usize,
+    file_named: usize,
+}
+
+impl Tally {
+    fn add(&mut self, other: &Tally) {
+        self.cases += other.cases;
+        self.top1 += other.top1;
+        self.top3 += other.top3;
+        self.with_pattern += other.with_pattern;
+        self.pattern_top1 += other.pattern_top1;
+        self.file_named += other.file_named;
+    }
+
+    fn print(&self, name: &str) {
+        let pct = |n: usize, of: usize| 100.0 * n as f64 / of.max(1) as f64;
+        println!(
+            "{name:<40} fixes {:>3}  site top-1 {:>5.1}%  site in top 3 {:>5.1}%  pattern top-1 {}/{} ({:.0}%)  fixed file in the prompt {:>5.1}%",
+            self.cases,
+            pct(self.top1, self.cases),
+            pct(self.top3, self.cases),
+            self.pattern_top1,
+            self.with_pattern,
+            pct(self.pattern_top1, self.with_pattern),
+            pct(self.file_named, self.cases),
+        );
+    }
+}
+
+/// The candidate's method spans the fixed line, in the same file.
+fn spans(candidate: &Candidate, site: &str) -> bool {
+    let Some((path, line)) = site.rsplit_once(':') else {
+        return false;
+    };
+    let Ok(line) = line.parse::<usize>() else {
+        return false;
+    };
+    let Some(start) = candidate.line else {
+        return false;
+    };
+    let lines = candidate
+        .excerpt
+        .as_deref()
+        .map_or(1, |e| e.lines().count().max(1));
+    candidate.path == path && (start..start + lines).contains(&line)
+}
+
+fn checkout(dir: &Path, commit: &str) -> anyhow::Result<()> {
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "advice.detachedHead=false",
+            "checkout",
+            "-q",
+            "-f",
+            commit,
+        ])
+        .status()?;
+    anyhow::ensure!(
+        status.success(),
+        "git checkout {commit} in {}",
+        dir.display()
+    );
+    Ok(())
+}
+
+fn measure(dir: &Path, fix: &RealFix, sources: &PromptSources, tally: &mut Tally, misses: bool) {
+    let found = locate(dir, &fix.query_source);
+    let top1 = found.first().is_some_and(|c| spans(c, &fix.fixed_site));
+    let top3 = found.iter().take(3).any(|c| spans(c, &fix.fixed_site));
+    let facts = JobFacts {
+        query_source: fix.query_source.clone(),
+        tables: vec![fix.table.clone()],
+        ..JobFacts::default()
+    };
+    let catalogue = longtx_catalog::Catalogue::load(&sources.patterns_dir).expect("the catalogue");
+    let code = longtx_prompt::locate::code_context(dir, &facts.tables, &found);
+    let ranked = longtx_prompt::rank_patterns(&facts, &found, &code, &catalogue);
+    let top = ranked
+        .first()
+        .filter(|r| r.score > 0)
+        .map(|r| catalogue.patterns[r.index].id().to_owned());
+    let text = sources.build(&facts).map(|p| p.text).unwrap_or_default();
+    let file = fix
+        .fixed_site
+        .rsplit_once(':')
+        .map_or(fix.fixed_site.as_str(), |(p, _)| p);
+    tally.cases += 1;
+    tally.top1 += top1 as usize;
+    tally.top3 += top3 as usize;
+    tally.file_named += text.contains(file) as usize;
+    if fix.pattern != "none" {
+        tally.with_pattern += 1;
+        tally.pattern_top1 += (top.as_deref() == Some(fix.pattern.as_str())) as usize;
+    }
+    if misses && (!top3 || (fix.pattern != "none" && top.as_deref() != Some(fix.pattern.as_str())))
+    {
+        let got: Vec<String> = found
+            .iter()
+            .take(3)
+            .map(|c| {
+                format!(
+                    "{}:{}",
+                    c.path,
+                    c.line.map_or("-".into(), |l| l.to_string())
+                )
+            })
+            .collect();
+        println!(
+            "  {} {}: site {} (got {:?}{}), pattern {} (got {})",
+            &fix.fix_commit[..10.min(fix.fix_commit.len())],
+            fix.query_source,
+            fix.fixed_site,
+            got,
+            if text.contains(file) {
+                ", file in the prompt"
+            } else {
+                ""
+            },
+            fix.pattern,
+            top.as_deref().unwrap_or("nothing")
+        );
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let checkouts = PathBuf::from(flag("--checkouts").context(
+        "--checkouts DIR is required: clones made by `scripts/corpus-checkouts DIR corpus/real-fixes`",
+    )?);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let corpus = flag("--corpus")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("corpus/real-fixes"));
+    let misses = args.iter().any(|a| a == "--misses");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut total = Tally::default();
+    for file in files {
+        let corpus: RealFixFile = serde_yaml::from_str(&std::fs::read_to_string(&file)?)
+            .with_context(|| format!("parsing {}", file.display()))?;
+        let dir = checkouts.join(corpus.repository.replace('/', "+"));
+        if !dir.is_dir() {
+            println!(
+                "MISSING {}: no clone at {}",
+                corpus.repository,
+                dir.display()
+            );
+            continue;
+        }
+        let sources = PromptSources {
+            patterns_dir: root.join("patterns"),
+            template: root.join("patterns/_prompt.md.tera"),
+            repo: Some(dir.clone()),
+            budget_bytes: DEFAULT_BUDGET_BYTES,
+        };
+        let mut tally = Tally::default();
+        for fix in &corpus.cases {
+            if let Err(e) = checkout(&dir, &fix.parent_commit) {
+                println!("SKIPPED {}: {e}", fix.fix_commit);
+                continue;
+            }
+            measure(&dir, fix, &sources, &mut tally, misses);
+        }
+        tally.print(&corpus.repository);
+        total.add(&tally);
+    }
+    total.print("all");
+    Ok(())
+}
