@@ -153,3 +153,46 @@ fn the_modular_corpus_covers_engines_from_three_new_applications() {
         assert!(forms.contains(form), "no {form} case: {forms:?}");
     }
 }
+
+/// The real fixes stay well-formed: full commits, sites as `path:line`,
+/// and patterns the catalogue has (or `none`).
+#[test]
+fn the_real_fixes_are_well_formed() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let catalogue = longtx_catalog::Catalogue::load(&root.join("patterns")).unwrap();
+    let mut cases = 0;
+    for entry in std::fs::read_dir(root.join("corpus/real-fixes"))
+        .unwrap()
+        .flatten()
+    {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let file: longtx_prompt::corpus::RealFixFile =
+            serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(
+            path.file_stem().unwrap().to_string_lossy(),
+            file.repository.replace('/', "+")
+        );
+        for fix in &file.cases {
+            for commit in [&fix.fix_commit, &fix.parent_commit] {
+                assert!(
+                    commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+                    "{commit}"
+                );
+            }
+            for site in [&fix.entry, &fix.fixed_site] {
+                assert!(well_formed_expect(site) && site != "none", "{site}");
+            }
+            assert!(
+                fix.pattern == "none" || catalogue.patterns.iter().any(|p| p.id() == fix.pattern),
+                "{} names no pattern of the catalogue",
+                fix.pattern
+            );
+            cases += 1;
+        }
+    }
+    assert!(cases >= 30, "at least 30 real fixes, not {cases}");
+}
