@@ -486,6 +486,18 @@ fn read_small(repo: &Path, path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
+/// A folder of the checkout whose real path is inside the checkout's real
+/// path (a symlink leading out is not a code folder).
+fn read_small_dir(repo: &Path, dir: &str) -> bool {
+    let (Ok(root), Ok(real)) = (
+        std::fs::canonicalize(repo),
+        std::fs::canonicalize(repo.join(dir)),
+    ) else {
+        return false;
+    };
+    real.starts_with(root) && real.is_dir()
+}
+
 /// Files with extension `ext` below `dir`, sorted, not following links.
 fn ruby_files(dir: &Path, ext: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();

@@ -178,3 +178,35 @@ fn a_prepended_enterprise_module_overrides_the_action() {
     assert!(why.contains("prepends"), "{why}");
     assert!(why.contains("the overlay `ee`"), "{why}");
 }
+
+/// Roots are folders of the checkout: a symlinked engine leading out of
+/// it, an absolute path gem and a `..` path are never read.
+#[test]
+fn no_root_leads_outside_the_checkout() {
+    let outside = Tree::new(
+        "outside",
+        &[
+            (
+                "lib/evil/engine.rb",
+                "module Evil\n  class Engine < ::Rails::Engine\n  end\nend\n",
+            ),
+            (
+                "app/controllers/secrets_controller.rb",
+                "class SecretsController < ApplicationController\n  def show\n  end\nend\n",
+            ),
+        ],
+    );
+    let tree = Tree::new(
+        "symlinked-engine",
+        &[(
+            "Gemfile",
+            &format!(
+                "gem 'evil', path: '{}'\ngem 'up', path: '../outside'\n",
+                outside.path().display()
+            ),
+        )],
+    );
+    std::fs::create_dir_all(tree.path().join("engines")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), tree.path().join("engines/evil")).unwrap();
+    assert!(locate(tree.path(), "secrets#show").is_empty());
+}

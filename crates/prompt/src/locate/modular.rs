@@ -322,12 +322,12 @@ fn lookup(index: &Index, class: &str, method: &str, depth: usize) -> Option<Foun
 fn from_macro(index: &Index, class: &str, method: &str) -> Option<Found> {
     let repo_file = |f: usize| index.files[f].path.clone();
     for &f in index.constants.get(class)? {
-        let Ok(text) = std::fs::read_to_string(index.root.join(repo_file(f))) else {
+        let Some(text) = read_small(&index.root, &index.root.join(repo_file(f))) else {
             continue;
         };
         for call in ruby_facts::class_level_calls(&text) {
             for &(file, line) in index.macros.get(&call).into_iter().flatten() {
-                let Ok(macro_text) = std::fs::read_to_string(index.root.join(repo_file(file)))
+                let Some(macro_text) = read_small(&index.root, &index.root.join(repo_file(file)))
                 else {
                     continue;
                 };

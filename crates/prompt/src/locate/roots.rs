@@ -66,7 +66,7 @@ const MAX_DEPTH: usize = 6;
 pub fn discover(repo: &Path) -> Vec<CodeRoot> {
     let mut found: Vec<(String, RootKind)> = vec![(String::new(), RootKind::App)];
     for gemfile in ["Gemfile", "gems.rb"] {
-        if let Ok(text) = std::fs::read_to_string(repo.join(gemfile)) {
+        if let Some(text) = super::read_small(repo, &repo.join(gemfile)) {
             for dir in path_gems(&text) {
                 found.push((dir, RootKind::PathGem));
             }
@@ -97,6 +97,10 @@ pub fn discover(repo: &Path) -> Vec<CodeRoot> {
     let mut seen = BTreeSet::new();
     let mut roots = Vec::new();
     for (dir, kind) in found {
+        // Only folders inside the checkout: never an absolute path or `..`.
+        if dir.starts_with('/') || dir.contains('\\') {
+            continue;
+        }
         let dir = dir.trim_matches('/').trim_start_matches("./").to_owned();
         if dir.split('/').any(|part| part == "..") || !seen.insert(dir.clone()) {
             continue;
@@ -107,7 +111,7 @@ pub fn discover(repo: &Path) -> Vec<CodeRoot> {
             code_dirs.push("config/initializers".to_owned());
         }
         code_dirs.extend(added_paths(repo, &dir));
-        code_dirs.retain(|d| repo.join(d).is_dir());
+        code_dirs.retain(|d| super::read_small_dir(repo, d));
         code_dirs.dedup();
         roots.push(CodeRoot {
             dir,
@@ -152,7 +156,7 @@ fn walk(repo: &Path, rel: &str, depth: usize, found: &mut Vec<(String, RootKind)
             } else if name.ends_with(".rb") {
                 if let Some((root, _)) = format!("/{path}").split_once("/lib/") {
                     let declares_engine = name == "engine.rb"
-                        || std::fs::read_to_string(entry.path()).is_ok_and(|t| {
+                        || super::read_small(repo, &entry.path()).is_some_and(|t| {
                             t.contains("< Rails::Engine") || t.contains("< ::Rails::Engine")
                         });
                     if declares_engine && name.ends_with(".rb") && !root.is_empty() {
@@ -229,7 +233,7 @@ fn added_paths(repo: &Path, dir: &str) -> Vec<String> {
     }
     let mut dirs = Vec::new();
     for file in files {
-        let Ok(text) = std::fs::read_to_string(repo.join(&file)) else {
+        let Some(text) = super::read_small(repo, &repo.join(&file)) else {
             continue;
         };
         for line in text.lines() {
@@ -247,6 +251,8 @@ fn added_paths(repo: &Path, dir: &str) -> Vec<String> {
                     .trim_start_matches("#{root}/")
                     .trim_start_matches("#{Rails.root}/");
                 let looks_like_dir = word.contains('/')
+                    && !word.starts_with('/')
+                    && !word.split('/').any(|part| part == "..")
                     && !word.contains("#{")
                     && !word.starts_with("app/controllers")
                     && word
