@@ -16,11 +16,11 @@
 //! (`--corpus corpus/heldout` for the held-out ranking set, cloned by
 //! `scripts/corpus-checkouts DIR corpus/heldout`).
 
-use anyhow::Context;
+mod corpus_run;
+
 use longtx_catalog::Catalogue;
 use longtx_prompt::corpus::CorpusFile;
 use longtx_prompt::{locate, rank_patterns, Candidate, JobFacts};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
@@ -101,46 +101,17 @@ fn matches(candidate: &Candidate, expect: &str) -> bool {
 }
 
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let checkouts = PathBuf::from(flag("--checkouts").context(
-        "--checkouts DIR is required: the clones made by `scripts/corpus-checkouts DIR`",
-    )?);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let corpus = flag("--corpus")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("corpus/locate"));
-    let show_misses = args.iter().any(|a| a == "--misses");
-    let catalogue = Catalogue::load(&root.join("patterns"))?;
+    let run = corpus_run::CorpusRun::from_args("corpus/locate")?;
+    let show_misses = run.misses;
+    let catalogue = Catalogue::load(&run.root.join("patterns"))?;
 
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)
-        .with_context(|| format!("reading {}", corpus.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
     let mut total = Tally::default();
     let mut missing = Vec::new();
-    for file in files {
-        let corpus: CorpusFile = serde_yaml::from_str(&std::fs::read_to_string(&file)?)
-            .with_context(|| format!("parsing {}", file.display()))?;
-        let dir = checkouts.join(corpus.repository.replace('/', "+"));
-        if !dir.is_dir() {
-            println!(
-                "MISSING {}: no checkout at {} (run `scripts/corpus-checkouts {}`)",
-                corpus.repository,
-                dir.display(),
-                checkouts.display()
-            );
+    for corpus in run.files::<CorpusFile>()? {
+        let Some(dir) = run.checkout_of(&corpus.repository) else {
             missing.push(corpus.repository.clone());
             continue;
-        }
+        };
         let head = std::process::Command::new("git")
             .arg("-C")
             .arg(&dir)

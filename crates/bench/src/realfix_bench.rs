@@ -15,10 +15,11 @@
 //!
 //! Run: `cargo run --release -p longtx-bench --bin realfix-bench -- --checkouts DIR [--misses]`
 
-use anyhow::Context;
+mod corpus_run;
+
 use longtx_prompt::corpus::{RealFix, RealFixFile};
 use longtx_prompt::{locate, Candidate, JobFacts, PromptSources, DEFAULT_BUDGET_BYTES};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 #[derive(Default)]
 struct Tally {
@@ -94,7 +95,14 @@ fn checkout(dir: &Path, commit: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn measure(dir: &Path, fix: &RealFix, sources: &PromptSources, tally: &mut Tally, misses: bool) {
+fn measure(
+    dir: &Path,
+    fix: &RealFix,
+    sources: &PromptSources,
+    catalogue: &longtx_catalog::Catalogue,
+    tally: &mut Tally,
+    misses: bool,
+) {
     let found = locate(dir, &fix.query_source);
     let top1 = found.first().is_some_and(|c| spans(c, &fix.fixed_site));
     let top3 = found.iter().take(3).any(|c| spans(c, &fix.fixed_site));
@@ -103,9 +111,8 @@ fn measure(dir: &Path, fix: &RealFix, sources: &PromptSources, tally: &mut Tally
         tables: vec![fix.table.clone()],
         ..JobFacts::default()
     };
-    let catalogue = longtx_catalog::Catalogue::load(&sources.patterns_dir).expect("the catalogue");
     let code = longtx_prompt::locate::code_context(dir, &facts.tables, &found);
-    let ranked = longtx_prompt::rank_patterns(&facts, &found, &code, &catalogue);
+    let ranked = longtx_prompt::rank_patterns(&facts, &found, &code, catalogue);
     let top = ranked
         .first()
         .filter(|r| r.score > 0)
@@ -154,40 +161,14 @@ fn measure(dir: &Path, fix: &RealFix, sources: &PromptSources, tally: &mut Tally
 }
 
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let checkouts = PathBuf::from(flag("--checkouts").context(
-        "--checkouts DIR is required: clones made by `scripts/corpus-checkouts DIR corpus/real-fixes`",
-    )?);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let corpus = flag("--corpus")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("corpus/real-fixes"));
-    let misses = args.iter().any(|a| a == "--misses");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
+    let run = corpus_run::CorpusRun::from_args("corpus/real-fixes")?;
+    let root = &run.root;
+    let catalogue = longtx_catalog::Catalogue::load(&root.join("patterns"))?;
     let mut total = Tally::default();
-    for file in files {
-        let corpus: RealFixFile = serde_yaml::from_str(&std::fs::read_to_string(&file)?)
-            .with_context(|| format!("parsing {}", file.display()))?;
-        let dir = checkouts.join(corpus.repository.replace('/', "+"));
-        if !dir.is_dir() {
-            println!(
-                "MISSING {}: no clone at {}",
-                corpus.repository,
-                dir.display()
-            );
+    for corpus in run.files::<RealFixFile>()? {
+        let Some(dir) = run.checkout_of(&corpus.repository) else {
             continue;
-        }
+        };
         let sources = PromptSources {
             patterns_dir: root.join("patterns"),
             template: root.join("patterns/_prompt.md.tera"),
@@ -200,7 +181,7 @@ fn main() -> anyhow::Result<()> {
                 println!("SKIPPED {}: {e}", fix.fix_commit);
                 continue;
             }
-            measure(&dir, fix, &sources, &mut tally, misses);
+            measure(&dir, fix, &sources, &catalogue, &mut tally, run.misses);
         }
         tally.print(&corpus.repository);
         total.add(&tally);

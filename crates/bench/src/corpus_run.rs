@@ -1,0 +1,77 @@
+//! What the corpus benches (`locate-bench`, `realfix-bench`) share: their
+//! command line, the corpus files of a folder, and where each
+//! application's checkout is.
+
+use anyhow::Context;
+use serde::de::DeserializeOwned;
+use std::path::{Path, PathBuf};
+
+pub struct CorpusRun {
+    /// The repository root (for `patterns/` and the default corpus).
+    pub root: PathBuf,
+    pub checkouts: PathBuf,
+    pub corpus: PathBuf,
+    /// `--misses`: print each miss.
+    pub misses: bool,
+}
+
+impl CorpusRun {
+    /// `--checkouts DIR [--corpus DIR] [--misses]`; the corpus defaults to
+    /// `default_corpus` under the repository root.
+    pub fn from_args(default_corpus: &str) -> anyhow::Result<CorpusRun> {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let flag = |name: &str| {
+            args.iter()
+                .position(|a| a == name)
+                .and_then(|i| args.get(i + 1))
+                .cloned()
+        };
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let checkouts = PathBuf::from(flag("--checkouts").with_context(|| {
+            format!("--checkouts DIR is required: the clones made by `scripts/corpus-checkouts DIR {default_corpus}`")
+        })?);
+        let corpus = flag("--corpus")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join(default_corpus));
+        Ok(CorpusRun {
+            misses: args.iter().any(|a| a == "--misses"),
+            root,
+            checkouts,
+            corpus,
+        })
+    }
+
+    /// Every `*.yaml` of the corpus folder, parsed, in name order.
+    pub fn files<T: DeserializeOwned>(&self) -> anyhow::Result<Vec<T>> {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(&self.corpus)
+            .with_context(|| format!("reading {}", self.corpus.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+            .collect();
+        paths.sort();
+        paths
+            .iter()
+            .map(|path| {
+                serde_yaml::from_str(&std::fs::read_to_string(path)?)
+                    .with_context(|| format!("parsing {}", path.display()))
+            })
+            .collect()
+    }
+
+    /// `repository`'s checkout, or `None` (said as MISSING) when it is not
+    /// there.
+    pub fn checkout_of(&self, repository: &str) -> Option<PathBuf> {
+        let dir = self.checkouts.join(repository.replace('/', "+"));
+        if dir.is_dir() {
+            return Some(dir);
+        }
+        println!(
+            "MISSING {repository}: no checkout at {} (run `scripts/corpus-checkouts {} {}`)",
+            dir.display(),
+            self.checkouts.display(),
+            self.corpus.display()
+        );
+        None
+    }
+}
