@@ -322,11 +322,8 @@ fn lookup(index: &Index, class: &str, method: &str, depth: usize) -> Option<Foun
 fn from_macro(index: &Index, class: &str, method: &str) -> Option<Found> {
     let repo_file = |f: usize| index.files[f].path.clone();
     for &f in index.constants.get(class)? {
-        let Some(text) = read_small(&index.root, &index.root.join(repo_file(f))) else {
-            continue;
-        };
-        for call in ruby_facts::class_level_calls(&text) {
-            for &(file, line) in index.macros.get(&call).into_iter().flatten() {
+        for call in &index.files[f].facts.calls {
+            for &(file, line) in index.macros.get(call).into_iter().flatten() {
                 let Some(macro_text) = read_small(&index.root, &index.root.join(repo_file(file)))
                 else {
                     continue;

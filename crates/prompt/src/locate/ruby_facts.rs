@@ -43,6 +43,9 @@ pub struct RubyFacts {
     pub defs: Vec<Def>,
     /// In the order written.
     pub mixins: Vec<Mixin>,
+    /// The identifiers that start lines ([`class_level_calls`]): the class
+    /// macros the file's class bodies may call.
+    pub calls: Vec<String>,
 }
 
 struct Open {
@@ -52,7 +55,10 @@ struct Open {
 }
 
 pub fn read(text: &str) -> RubyFacts {
-    let mut facts = RubyFacts::default();
+    let mut facts = RubyFacts {
+        calls: class_level_calls(text),
+        ..RubyFacts::default()
+    };
     let mut stack: Vec<Open> = Vec::new();
     for (i, indent, code) in super::code_lines(text) {
         if code.starts_with('#') {
@@ -176,7 +182,7 @@ fn full_name(outer: Option<&str>, name: &str) -> String {
 
 /// Identifiers that start lines at class level: the calls a class body
 /// makes (`crudify :page`, `before_action :x`), a class macro among them.
-pub fn class_level_calls(text: &str) -> Vec<String> {
+fn class_level_calls(text: &str) -> Vec<String> {
     let mut calls = Vec::new();
     for line in text.lines() {
         let code = line.trim_start();
