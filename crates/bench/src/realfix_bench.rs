@@ -56,22 +56,32 @@ impl Tally {
     }
 }
 
-/// The candidate's method spans the fixed line, in the same file.
-fn spans(candidate: &Candidate, site: &str) -> bool {
+/// The lines a place of the prompt shows: (path, first, last) each.
+type Shown = Vec<(String, usize, usize)>;
+
+/// A candidate's method, as the prompt shows it.
+fn shown(candidate: &Candidate) -> Shown {
+    let Some(start) = candidate.line else {
+        return Vec::new();
+    };
+    let lines = candidate
+        .excerpt
+        .as_deref()
+        .map_or(1, |e| e.lines().count().max(1));
+    vec![(candidate.path.clone(), start, start + lines - 1)]
+}
+
+/// The place shows the fixed line, in the same file.
+fn spans(place: &Shown, site: &str) -> bool {
     let Some((path, line)) = site.rsplit_once(':') else {
         return false;
     };
     let Ok(line) = line.parse::<usize>() else {
         return false;
     };
-    let Some(start) = candidate.line else {
-        return false;
-    };
-    let lines = candidate
-        .excerpt
-        .as_deref()
-        .map_or(1, |e| e.lines().count().max(1));
-    candidate.path == path && (start..start + lines).contains(&line)
+    place
+        .iter()
+        .any(|(p, first, last)| p == path && (*first..=*last).contains(&line))
 }
 
 fn checkout(dir: &Path, commit: &str) -> anyhow::Result<()> {
@@ -104,14 +114,54 @@ fn measure(
     misses: bool,
 ) {
     let found = locate(dir, &fix.query_source);
-    let top1 = found.first().is_some_and(|c| spans(c, &fix.fixed_site));
-    let top3 = found.iter().take(3).any(|c| spans(c, &fix.fixed_site));
     let facts = JobFacts {
         query_source: fix.query_source.clone(),
         tables: vec![fix.table.clone()],
         ..JobFacts::default()
     };
     let code = longtx_prompt::locate::code_context(dir, &facts.tables, &found);
+    // The prompt's "where it most likely lives": the transaction sites,
+    // else the entry point.
+    let places: Vec<(String, Shown)> = if code.sites.is_empty() {
+        found
+            .iter()
+            .map(|c| (format!("{}:{}", c.path, c.line.unwrap_or(0)), shown(c)))
+            .collect()
+    } else {
+        code.sites
+            .iter()
+            .take(longtx_prompt::locate::MAX_SITES)
+            .map(|s| (format!("{}:{}", s.path, s.line), s.covers.clone()))
+            .collect()
+    };
+    if std::env::var("REALFIX_SHOW").is_ok_and(|v| fix.fix_commit.starts_with(&v)) {
+        for site in &code.sites {
+            println!(
+                "    {} {}:{} {}\n      {}",
+                site.score, site.path, site.line, site.route, site.why
+            );
+        }
+        let ranked = longtx_prompt::rank_patterns(&facts, &found, &code, catalogue);
+        for r in ranked.iter().take(3) {
+            println!(
+                "    pattern {} {} {:?}",
+                catalogue.patterns[r.index].id(),
+                r.score,
+                r.matched
+            );
+        }
+    }
+    if std::env::var("REALFIX_PROMPT").is_ok_and(|v| fix.fix_commit.starts_with(&v)) {
+        let text = sources.build(&facts).map(|p| p.text).unwrap_or_default();
+        println!("{text}");
+    }
+    let top1 = places
+        .first()
+        .is_some_and(|(_, p)| spans(p, &fix.fixed_site));
+    let top3 = places
+        .iter()
+        .take(3)
+        .any(|(_, p)| spans(p, &fix.fixed_site));
     let ranked = longtx_prompt::rank_patterns(&facts, &found, &code, catalogue);
     let top = ranked
         .first()
@@ -132,19 +182,15 @@ fn measure(
     }
     if misses && (!top3 || (fix.pattern != "none" && top.as_deref() != Some(fix.pattern.as_str())))
     {
-        let got: Vec<String> = found
-            .iter()
-            .take(3)
-            .map(|c| {
-                format!(
-                    "{}:{}",
-                    c.path,
-                    c.line.map_or("-".into(), |l| l.to_string())
-                )
-            })
-            .collect();
+        let got: Vec<String> = places.iter().take(3).map(|(at, _)| at.clone()).collect();
         println!(
-            "  {} {}: site {} (got {:?}{}), pattern {} (got {})",
+            "  {}{} {} {}: site {} (got {:?}{}), pattern {} (got {})",
+            if top3 { "site ok" } else { "SITE  " },
+            if fix.pattern == "none" || top.as_deref() == Some(fix.pattern.as_str()) {
+                ""
+            } else {
+                " PATTERN"
+            },
             &fix.fix_commit[..10.min(fix.fix_commit.len())],
             fix.query_source,
             fix.fixed_site,

@@ -7,7 +7,9 @@ mod pattern;
 mod rank;
 
 pub use lint::{lint_dir, lint_files, Problem};
-pub use pattern::{parse_pattern, FrontMatter, Pattern, PatternError, REQUIRED_SECTIONS};
+pub use pattern::{
+    parse_pattern, FrontMatter, Pattern, PatternError, KNOWN_SHAPES, REQUIRED_SECTIONS,
+};
 pub use rank::{rank, Evidence, Ranked, UNIQUE_SIGNAL, WEAK_SIGNAL};
 
 use sha2::{Digest, Sha256};

@@ -88,6 +88,18 @@ pub fn lint_files(files: &[(PathBuf, String)]) -> Vec<Problem> {
                 });
             }
         }
+        for shape in &pattern.front.shapes {
+            if !crate::pattern::KNOWN_SHAPES.contains(&shape.as_str()) {
+                problems.push(Problem {
+                    file: pattern.path.clone(),
+                    line: line_of(text, "shapes:").unwrap_or(1),
+                    message: format!(
+                        "shape {shape:?} is not one longtx recognises ({})",
+                        crate::pattern::KNOWN_SHAPES.join(", ")
+                    ),
+                });
+            }
+        }
     }
     problems.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
     problems

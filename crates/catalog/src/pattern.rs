@@ -26,7 +26,15 @@ pub struct FrontMatter {
     pub weak_signals: Vec<String>,
     #[serde(default)]
     pub related: Vec<String>,
+    /// Shapes of the code inside the transaction that longtx recognises
+    /// and that call for this pattern: [`KNOWN_SHAPES`].
+    #[serde(default)]
+    pub shapes: Vec<String>,
 }
+
+/// The shapes longtx recognises in the code inside a transaction:
+/// `loop-of-writes` is a loop that writes rows or enqueues work.
+pub const KNOWN_SHAPES: [&str; 1] = ["loop-of-writes"];
 
 fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]

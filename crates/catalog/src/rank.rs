@@ -6,7 +6,13 @@ use crate::pattern::Pattern;
 /// What a job offers for matching signals.
 #[derive(Debug, Clone, Default)]
 pub struct Evidence {
-    /// The excerpted methods: the strongest evidence.
+    /// The code that runs inside the held transaction (the block, the
+    /// callbacks of its saves, the methods it calls): the strongest.
+    pub inside: Vec<String>,
+    /// Shapes of that code longtx recognised (`loop-of-writes`), matched
+    /// against the patterns' `shapes`.
+    pub shapes: Vec<String>,
+    /// The excerpted methods.
     pub excerpts: Vec<String>,
     /// Whole candidate files: weaker (the method may not use them).
     pub files: Vec<String>,
@@ -22,7 +28,10 @@ pub struct Ranked {
     pub matched: Vec<String>,
 }
 
+const INSIDE_WEIGHT: u32 = 5;
 const EXCERPT_WEIGHT: u32 = 3;
+/// A recognised shape weighs as much as a unique signal inside.
+const SHAPE_SCORE: u32 = INSIDE_WEIGHT * UNIQUE_SIGNAL;
 const ALERT_WEIGHT: u32 = 2;
 const FILE_WEIGHT: u32 = 1;
 /// Ten `Net::HTTP` calls are not ten times the evidence of one.
@@ -96,6 +105,7 @@ fn occurrences(text: &str, needle: &str) -> u32 {
 
 /// Every pattern with its score, best first; ties keep catalogue order.
 pub fn rank(patterns: &[Pattern], evidence: &Evidence) -> Vec<Ranked> {
+    let inside: Vec<String> = evidence.inside.iter().map(|e| e.to_lowercase()).collect();
     let excerpts: Vec<String> = evidence.excerpts.iter().map(|e| e.to_lowercase()).collect();
     let files: Vec<String> = evidence.files.iter().map(|e| e.to_lowercase()).collect();
     let alert = evidence.alert.to_lowercase();
@@ -113,12 +123,19 @@ pub fn rank(patterns: &[Pattern], evidence: &Evidence) -> Vec<Ranked> {
             let mut score = 0;
             let mut matched = Vec::new();
             for (signal, needle, weight) in signals {
-                let place_score = hits(&excerpts, &needle) * EXCERPT_WEIGHT
+                let place_score = hits(&inside, &needle) * INSIDE_WEIGHT
+                    + hits(&excerpts, &needle) * EXCERPT_WEIGHT
                     + hits(&files, &needle) * FILE_WEIGHT
                     + hits(std::slice::from_ref(&alert), &needle) * ALERT_WEIGHT;
                 if place_score > 0 {
                     matched.push(signal);
                     score += place_score * weight;
+                }
+            }
+            for shape in &patterns[index].front.shapes {
+                if evidence.shapes.contains(shape) {
+                    matched.push(format!("shape: {shape}"));
+                    score += SHAPE_SCORE;
                 }
             }
             Ranked {
@@ -160,6 +177,7 @@ mod tests {
             excerpts: vec!["User.transaction do\n  Faraday.post(url)\nend".into()],
             files: vec!["def other; UserMailer.welcome.deliver_now; end".into()],
             alert: "admin/users#update users".into(),
+            ..Evidence::default()
         };
         let ranked = rank(&patterns, &evidence);
         assert_eq!(ranked[0].index, 0);
@@ -219,5 +237,24 @@ mod tests {
         assert_eq!(ranked[0].score, EXCERPT_WEIGHT * UNIQUE_SIGNAL + shared);
         assert_eq!(ranked[1].index, 0);
         assert_eq!(ranked[1].score, shared + EXCERPT_WEIGHT * WEAK_SIGNAL);
+    }
+
+    #[test]
+    fn code_inside_the_transaction_and_its_shapes_decide() {
+        let mut batch = pattern("batch", "[update_all]");
+        batch.front.shapes = vec!["loop-of-writes".into()];
+        let patterns = vec![pattern("lock", "[StaleObjectError]"), batch];
+        // A rescue outside the transaction against a loop inside it.
+        let evidence = Evidence {
+            inside: vec!["Order.transaction do\n  items.each { |i| i.save! }\nend".into()],
+            shapes: vec!["loop-of-writes".into()],
+            excerpts: vec!["rescue ActiveRecord::StaleObjectError".into()],
+            ..Evidence::default()
+        };
+        let ranked = rank(&patterns, &evidence);
+        assert_eq!(ranked[0].index, 1, "{ranked:?}");
+        assert_eq!(ranked[0].matched, ["shape: loop-of-writes"]);
+        assert_eq!(ranked[0].score, SHAPE_SCORE);
+        assert_eq!(ranked[1].score, EXCERPT_WEIGHT * UNIQUE_SIGNAL);
     }
 }

@@ -63,8 +63,16 @@ impl PromptSources {
         let mut rendered = renderer
             .render_with(job, &candidates, none_reason, &code, &catalogue)
             .map_err(|e| e.to_string())?;
-        rendered.located = candidates.iter().map(|c| c.path.clone()).collect();
-        rendered.located.dedup();
+        // The fix lands where the transaction is held: its files first.
+        rendered.located = code
+            .sites
+            .iter()
+            .take(locate::MAX_SITES)
+            .map(|s| s.path.clone())
+            .chain(candidates.iter().map(|c| c.path.clone()))
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        rendered.located.retain(|p| seen.insert(p.clone()));
         Ok(rendered)
     }
 }

@@ -19,7 +19,7 @@ use longtx_core::query_logs::{controller_path, underscore};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-pub use context::{code_context, CallRef, CodeContext, ModelRef};
+pub use context::{code_context, CallRef, CallbackRef, CodeContext, ModelRef, Site, MAX_SITES};
 
 /// One place in the code the transaction may come from.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -200,10 +200,6 @@ fn locate_worker(repo: &Path, class: &str) -> Vec<Candidate> {
     }
     found
 }
-
-/// Where classes are searched for by declaration when their conventional
-/// path does not exist.
-const CLASS_ROOTS: [&str; 3] = ["app", "lib", "config/initializers"];
 
 /// Every class a file declares, with its full name: `module Billing` then
 /// `class SyncWorker` is `Billing::SyncWorker`; `class OAuth::TokenJob` is
@@ -414,6 +410,16 @@ fn find_instance_def(text: &str, name: &str) -> Option<(usize, String)> {
         .defs
         .iter()
         .find(|d| d.name == name && !d.singleton)
+        .map(|d| (d.line, block_from(text, d.line)))
+}
+
+/// The line of the class method `name` (`def self.name`, or one inside
+/// `class << self`) and its body.
+fn find_singleton_def(text: &str, name: &str) -> Option<(usize, String)> {
+    ruby_facts::read(text)
+        .defs
+        .iter()
+        .find(|d| d.name == name && d.singleton)
         .map(|d| (d.line, block_from(text, d.line)))
 }
 

@@ -88,6 +88,8 @@ const TEMPLATE_NAME: &str = "prompt.md";
 struct Context<'a> {
     job: JobView,
     candidates: Vec<CandidateView>,
+    /// Where the transaction is held, when found.
+    sites: Vec<SiteView>,
     no_candidates: Option<String>,
     /// The alerted tables' models and the calls of the located method.
     code: &'a CodeContext,
@@ -119,6 +121,16 @@ struct CandidateView {
     reason: String,
     excerpt: Option<String>,
     /// A code fence longer than any backtick run in the excerpt.
+    fence: String,
+}
+
+#[derive(Serialize)]
+struct SiteView {
+    path: String,
+    line: usize,
+    route: String,
+    why: String,
+    excerpt: String,
     fence: String,
 }
 
@@ -266,6 +278,12 @@ impl PromptRenderer {
                 .take(5)
                 .map(|c| candidate_view(c, excerpt_cap))
                 .collect(),
+            sites: code
+                .sites
+                .iter()
+                .take(crate::locate::MAX_SITES)
+                .map(|s| site_view(s, excerpt_cap))
+                .collect(),
             no_candidates: candidates.is_empty().then(|| match none_reason {
                 Some(reason) => reason.to_owned(),
                 None => explain_none(&clean(&job.query_source, 256, false)),
@@ -320,18 +338,41 @@ pub fn rank_patterns(
     rank(&catalogue.patterns, &evidence(job, candidates, code))
 }
 
+/// The located method, the calls it makes and the callbacks inside the
+/// save's transaction, then their files, then the alert; and, weighing
+/// most, the code between the first transaction site's open and its commit
+/// (its block or callback and what that calls one level down), with the
+/// shapes recognised there.
 fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evidence {
-    Evidence {
+    let mut evidence = Evidence {
         excerpts: candidates
             .iter()
             .filter_map(|c| c.excerpt.clone())
             .chain(code.calls.iter().map(|c| c.body.clone()))
-            .chain(code.callbacks.iter().map(|c| c.body.clone()))
+            .chain(
+                code.callbacks
+                    .iter()
+                    .filter(|c| c.inside)
+                    .map(|c| c.body.clone()),
+            )
             .chain(code.second_level.iter().cloned())
             .collect(),
         files: candidates.iter().map(|c| c.file_text.clone()).collect(),
         alert: format!("{} {}", job.query_source, job.tables.join(" ")),
+        ..Evidence::default()
+    };
+    if let Some(site) = code.sites.first() {
+        evidence.inside = site
+            .inside
+            .iter()
+            .filter(|(_, d)| *d <= 1)
+            .map(|(t, _)| t.clone())
+            .collect();
+        if site.loop_of_writes {
+            evidence.shapes.push("loop-of-writes".to_owned());
+        }
     }
+    evidence
 }
 
 fn job_view(job: &JobFacts) -> JobView {
@@ -388,6 +429,18 @@ fn candidate_view(candidate: &Candidate, excerpt_cap: usize) -> CandidateView {
         reason: clean(&candidate.reason, 512, false),
         excerpt,
         fence: "`".repeat(longest_run.max(2) + 1),
+    }
+}
+
+fn site_view(site: &crate::locate::Site, excerpt_cap: usize) -> SiteView {
+    let excerpt = clean(&site.excerpt, excerpt_cap, true);
+    SiteView {
+        path: clean(&site.path, 512, false),
+        line: site.line,
+        route: clean(&site.route, 1000, false),
+        why: clean(&site.why, 1000, false),
+        fence: "`".repeat(longest_backtick_run(&excerpt).max(2) + 1),
+        excerpt,
     }
 }
 

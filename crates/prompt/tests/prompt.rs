@@ -618,8 +618,14 @@ fn callbacks_and_validations_of_the_alerted_model_are_named_and_ranked() {
         assert!(around.contains(line), "{line} in\n{around}");
     }
     assert!(
-        !around.contains("refresh_cache"),
-        "after_commit runs after the transaction: {around}"
+        around.contains(
+            "- `Org after_commit :refresh_cache`: `app/models/org.rb` line 15, after commit"
+        ),
+        "after_commit is listed as running after the transaction: {around}"
+    );
+    assert!(
+        around.contains("`app/models/org.rb` line 11, inside the transaction"),
+        "{around}"
     );
     let fit = &prompt[prompt.find("## Fix patterns").unwrap()..];
     assert!(

@@ -4,16 +4,19 @@
 //! call away (a service object, the model), so the agent gets where to look
 //! as file:line, not whole files.
 
-use super::{
-    declared_classes, find_def, read_small, relative_to, ruby_files, zeitwerk_stem, Candidate,
-    CLASS_ROOTS,
-};
+use super::{find_def, Candidate};
 use serde::Serialize;
-use std::collections::HashMap;
 
 mod callbacks;
+mod class_index;
 mod models;
-use models::{camelize, explicit_table_name, model_of};
+mod sites;
+pub(in crate::locate) use class_index::is_model_path;
+use class_index::ClassIndex;
+#[cfg(test)]
+use models::explicit_table_name;
+use models::{camelize, model_of};
+pub use sites::{Site, MAX_SITES};
 use std::path::Path;
 
 /// At most this many calls are listed per prompt.
@@ -47,82 +50,41 @@ pub struct CallRef {
     pub file_text: String,
 }
 
+/// A callback of an alerted table's model, where its code is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallbackRef {
+    /// `Order after_save :notify`.
+    pub call: String,
+    pub path: String,
+    pub line: usize,
+    /// "inside the transaction" or "after commit".
+    pub when: &'static str,
+    /// Runs inside the save's transaction.
+    #[serde(skip)]
+    pub inside: bool,
+    /// What runs: ranking evidence, not printed.
+    #[serde(skip)]
+    pub body: String,
+}
+
+/// At most this many callbacks are listed per model.
+const MAX_CALLBACKS: usize = 8;
+
 /// Everything [`code_context`] found.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CodeContext {
     pub models: Vec<ModelRef>,
     pub calls: Vec<CallRef>,
-    /// The models' callbacks and validations that run inside a save's
-    /// transaction (`CasaOrg validate :validate_twilio_credentials`).
-    pub callbacks: Vec<CallRef>,
+    /// The models' callbacks, validations and hooks, likeliest first, each
+    /// marked as running inside the save's transaction or after its commit
+    /// (`CasaOrg validate :validate_twilio_credentials`).
+    pub callbacks: Vec<CallbackRef>,
+    /// Where the transaction is most likely held, likeliest first.
+    pub sites: Vec<Site>,
     /// The bodies of the methods the calls make in their own files:
     /// ranking evidence only, never printed.
     #[serde(skip)]
     pub second_level: Vec<String>,
-}
-
-/// Classes declared under `app/`, `lib/` and `config/initializers/`: full
-/// name to (path, line, file text).
-struct ClassIndex {
-    classes: HashMap<String, (String, usize)>,
-    texts: HashMap<String, String>,
-    /// Explicit `self.table_name`s: table to class.
-    table_names: HashMap<String, String>,
-    /// Instance methods of models and services: name to where defined.
-    methods: HashMap<String, Vec<(String, usize)>>,
-}
-
-impl ClassIndex {
-    fn build(repo: &Path) -> ClassIndex {
-        let mut index = ClassIndex {
-            classes: HashMap::new(),
-            texts: HashMap::new(),
-            table_names: HashMap::new(),
-            methods: HashMap::new(),
-        };
-        for root in CLASS_ROOTS {
-            for file in ruby_files(&repo.join(root), "rb") {
-                let Some(text) = read_small(repo, &file) else {
-                    continue;
-                };
-                let path = relative_to(repo, &file);
-                let classes = declared_classes(&text);
-                for (line, name) in &classes {
-                    // A class reopened elsewhere (`class User; module
-                    // Connecting` in `app/models/user/connecting.rb`) is
-                    // defined where Zeitwerk loads it from.
-                    let conventional = format!("/{}.rb", zeitwerk_stem(name));
-                    let keep_known = index.classes.get(name).is_some_and(|(known, _)| {
-                        !path.ends_with(&conventional) || known.ends_with(&conventional)
-                    });
-                    if !keep_known {
-                        index.classes.insert(name.clone(), (path.clone(), *line));
-                    }
-                }
-                if let (Some(table), Some((_, class))) =
-                    (explicit_table_name(&text), classes.first())
-                {
-                    index.table_names.insert(table, class.clone());
-                }
-                if path.starts_with("app/models/") || path.starts_with("app/services/") {
-                    for (i, line) in text.lines().enumerate() {
-                        if let Some(rest) = line.trim_start().strip_prefix("def ") {
-                            let name = word_at(rest);
-                            if !name.is_empty() && name != "self" {
-                                index
-                                    .methods
-                                    .entry(name)
-                                    .or_default()
-                                    .push((path.clone(), i + 1));
-                            }
-                        }
-                    }
-                }
-                index.texts.insert(path, text);
-            }
-        }
-        index
-    }
 }
 
 /// The models of `tables` and the calls of the first candidate's method.
@@ -151,14 +113,50 @@ pub fn code_context(repo: &Path, tables: &[String], candidates: &[Candidate]) ->
         .unwrap_or_default();
     let callbacks = models
         .iter()
-        .flat_map(|model| callbacks::callbacks_of(&index, model, save, &located))
+        .flat_map(|model| listed_callbacks(callbacks::callbacks_of(&index, model, save, &located)))
         .collect();
+    let sites = sites::transaction_sites(&index, &models, candidates.first(), save);
     CodeContext {
         models,
         calls,
         callbacks,
+        sites,
         second_level,
     }
+}
+
+/// A model's callbacks as listed: the likeliest to hold the table first
+/// (inside the transaction, slow work in its code), never the first by line
+/// number, at most [`MAX_CALLBACKS`].
+fn listed_callbacks(found: Vec<callbacks::Callback>) -> Vec<CallbackRef> {
+    let mut listed: Vec<(u32, usize, CallbackRef)> = found
+        .into_iter()
+        .enumerate()
+        .map(|(order, c)| {
+            let slow = sites::slowness(c.body()) + sites::slowness(&c.declaration);
+            let weight = if c.inside { slow + 1 } else { 0 };
+            let (path, line) = c
+                .method
+                .as_ref()
+                .map_or((c.path.clone(), c.line), |m| (m.path.clone(), m.line));
+            let callback = CallbackRef {
+                call: c.label.clone(),
+                path,
+                line,
+                when: if c.inside {
+                    "inside the transaction"
+                } else {
+                    "after commit"
+                },
+                body: c.body().to_owned(),
+                inside: c.inside,
+            };
+            (weight, order, callback)
+        })
+        .collect();
+    listed.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    listed.truncate(MAX_CALLBACKS);
+    listed.into_iter().map(|(_, _, c)| c).collect()
 }
 
 /// `Const.method` / `Const::Inner.method` / `Const.new(...).method`, and
@@ -231,7 +229,7 @@ fn on_named_model(
 ) -> Option<(String, usize, String, String)> {
     let class = camelize(receiver.trim_start_matches('@'));
     let (path, _) = index.classes.get(&class)?;
-    if !path.starts_with("app/models/") {
+    if !is_model_path(path) {
         return None;
     }
     let text = index.texts.get(path)?;

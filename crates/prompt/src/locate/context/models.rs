@@ -24,7 +24,7 @@ pub(super) fn model_of(index: &ClassIndex, table: &str) -> Option<ModelRef> {
                 index
                     .classes
                     .get(name)
-                    .is_some_and(|(p, _)| p.starts_with("app/models/"))
+                    .is_some_and(|(p, _)| super::is_model_path(p))
             };
             let class = std::iter::once(camelize(&single))
                 .chain(namespaced)
@@ -48,7 +48,7 @@ pub(super) fn model_of(index: &ClassIndex, table: &str) -> Option<ModelRef> {
         }
     };
     let (path, line) = index.classes.get(&class)?.clone();
-    (explicit || path.starts_with("app/models/")).then(|| ModelRef {
+    (explicit || super::is_model_path(&path)).then(|| ModelRef {
         table: table.to_owned(),
         class,
         path,

@@ -1,0 +1,198 @@
+//! Every class of every code root (the application, its engines, packs and
+//! path gems), with its file, its parent and the methods models and
+//! services define: what calls are resolved against.
+
+use super::super::roots::discover;
+use super::super::{declared_classes, read_small, relative_to, ruby_files, zeitwerk_stem};
+use super::models::explicit_table_name;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Classes declared under every code root: full name to (path, line),
+/// with each file's text.
+pub(in crate::locate) struct ClassIndex {
+    pub classes: HashMap<String, (String, usize)>,
+    /// Modules (concerns, helpers) the same way: full name to (path, line).
+    pub modules: HashMap<String, (String, usize)>,
+    pub texts: HashMap<String, String>,
+    /// Explicit `self.table_name`s: table to class.
+    pub table_names: HashMap<String, String>,
+    /// Instance methods of models and services: name to where defined.
+    pub methods: HashMap<String, Vec<(String, usize)>>,
+    /// `class Repository::Git < Repository`: class to its parent, resolved
+    /// to a full name where the index knows it.
+    pub parents: HashMap<String, String>,
+}
+
+/// A model's file: `app/models/` of the application or of any root.
+pub(in crate::locate) fn is_model_path(path: &str) -> bool {
+    path.starts_with("app/models/") || path.contains("/app/models/")
+}
+
+fn holds_methods(path: &str) -> bool {
+    is_model_path(path) || path.starts_with("app/services/") || path.contains("/app/services/")
+}
+
+impl ClassIndex {
+    pub fn build(repo: &Path) -> ClassIndex {
+        let mut index = ClassIndex {
+            classes: HashMap::new(),
+            modules: HashMap::new(),
+            texts: HashMap::new(),
+            table_names: HashMap::new(),
+            methods: HashMap::new(),
+            parents: HashMap::new(),
+        };
+        let mut written_parents: Vec<(String, String, Vec<String>)> = Vec::new();
+        for root in discover(repo) {
+            for dir in &root.code_dirs {
+                for file in ruby_files(&repo.join(dir), "rb") {
+                    let path = relative_to(repo, &file);
+                    if index.texts.contains_key(&path) {
+                        continue;
+                    }
+                    let Some(text) = read_small(repo, &file) else {
+                        continue;
+                    };
+                    index.add(path, text, &mut written_parents);
+                }
+            }
+        }
+        for (class, parent, namespace) in written_parents {
+            let resolved = (0..=namespace.len())
+                .rev()
+                .map(|n| {
+                    let mut parts = namespace[..n].to_vec();
+                    parts.push(parent.trim_start_matches("::").to_owned());
+                    parts.join("::")
+                })
+                .find(|full| index.classes.contains_key(full))
+                .unwrap_or(parent);
+            index.parents.insert(class, resolved);
+        }
+        index
+    }
+
+    fn add(
+        &mut self,
+        path: String,
+        text: String,
+        parents: &mut Vec<(String, String, Vec<String>)>,
+    ) {
+        let classes = declared_classes(&text);
+        for (line, name) in &classes {
+            // A class reopened elsewhere (`class User; module Connecting`
+            // in `app/models/user/connecting.rb`) is defined where
+            // Zeitwerk loads it from.
+            let conventional = format!("/{}.rb", zeitwerk_stem(name));
+            let keep_known = self.classes.get(name).is_some_and(|(known, _)| {
+                !path.ends_with(&conventional) || known.ends_with(&conventional)
+            });
+            if !keep_known {
+                self.classes.insert(name.clone(), (path.clone(), *line));
+            }
+        }
+        for decl in super::super::ruby_facts::read(&text).decls {
+            if !decl.is_class {
+                let conventional = format!("/{}.rb", zeitwerk_stem(&decl.full));
+                let keep_known = self.modules.get(&decl.full).is_some_and(|(known, _)| {
+                    !path.ends_with(&conventional) || known.ends_with(&conventional)
+                });
+                if !keep_known {
+                    self.modules
+                        .insert(decl.full.clone(), (path.clone(), decl.line));
+                }
+            }
+            if let Some(parent) = decl.parent {
+                parents.push((decl.full, parent, decl.namespace));
+            }
+        }
+        if let (Some(table), Some((_, class))) = (explicit_table_name(&text), classes.first()) {
+            self.table_names.insert(table, class.clone());
+        }
+        if holds_methods(&path) {
+            for (i, line) in text.lines().enumerate() {
+                if let Some(rest) = line.trim_start().strip_prefix("def ") {
+                    let name = super::word_at(rest);
+                    if !name.is_empty() && name != "self" {
+                        self.methods
+                            .entry(name)
+                            .or_default()
+                            .push((path.clone(), i + 1));
+                    }
+                }
+            }
+        }
+        self.texts.insert(path, text);
+    }
+
+    /// The classes that inherit from `class`, directly or further down
+    /// (single-table inheritance keeps them in the parent's table).
+    pub fn descendants(&self, class: &str) -> Vec<String> {
+        let mut found: Vec<String> = Vec::new();
+        let mut frontier = vec![class.to_owned()];
+        while let Some(parent) = frontier.pop() {
+            let mut children: Vec<&String> = self
+                .parents
+                .iter()
+                .filter(|(_, p)| **p == parent)
+                .map(|(c, _)| c)
+                .collect();
+            children.sort();
+            for child in children {
+                if !found.contains(child) && found.len() < 40 {
+                    found.push(child.clone());
+                    frontier.push(child.clone());
+                }
+            }
+        }
+        found
+    }
+
+    /// The model classes above `class` up to Active Record's base.
+    pub fn model_ancestors(&self, class: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut current = class.to_owned();
+        while let Some(parent) = self.parents.get(&current) {
+            let is_model = self
+                .classes
+                .get(parent)
+                .is_some_and(|(path, _)| is_model_path(path));
+            if !is_model || parent.ends_with("ApplicationRecord") || found.contains(parent) {
+                break;
+            }
+            found.push(parent.clone());
+            current = parent.clone();
+        }
+        found
+    }
+
+    /// `constant` as written in a file inside `namespace`: the innermost
+    /// enclosing module first, as Ruby looks it up.
+    pub fn resolve(&self, constant: &str, namespace: &[String]) -> Option<String> {
+        let constant = constant.trim_start_matches("::");
+        (0..=namespace.len()).rev().find_map(|n| {
+            let mut parts = namespace[..n].to_vec();
+            parts.push(constant.to_owned());
+            let full = parts.join("::");
+            self.classes.contains_key(&full).then_some(full)
+        })
+    }
+
+    /// Where a class or module `full` is declared: (path, text).
+    pub fn file_of(&self, full: &str) -> Option<(&String, &String)> {
+        let (path, _) = self.classes.get(full).or_else(|| self.modules.get(full))?;
+        Some((path, self.texts.get(path)?))
+    }
+
+    /// A module or class `constant` as written inside `namespace`.
+    pub fn resolve_any(&self, constant: &str, namespace: &[String]) -> Option<String> {
+        let constant = constant.trim_start_matches("::");
+        (0..=namespace.len()).rev().find_map(|n| {
+            let mut parts = namespace[..n].to_vec();
+            parts.push(constant.to_owned());
+            let full = parts.join("::");
+            (self.classes.contains_key(&full) || self.modules.contains_key(&full)).then_some(full)
+        })
+    }
+}

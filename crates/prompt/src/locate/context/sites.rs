@@ -1,0 +1,273 @@
+//! Transaction sites: where the transaction that held the table is opened
+//! or held, found by following the calls from the entry point across files
+//! (to a bounded depth), and by reading the callbacks of the alerted
+//! tables' models as Active Record runs them inside each save.
+//!
+//! A site is a `transaction do`, a row lock, or a callback that runs inside
+//! a save's transaction; each carries the route from the entry, an excerpt
+//! of its boundary and the slow work found inside it. Sites are ranked by
+//! how likely the long work runs inside them: slow work inside counts by
+//! its distance from the boundary.
+
+mod boundary;
+mod slow;
+mod walk;
+
+use super::callbacks::{callbacks_of, Callback, SaveKind};
+use super::{ClassIndex, ModelRef};
+use crate::locate::Candidate;
+use serde::Serialize;
+use walk::{Frame, Walker};
+
+/// At most this many sites reach the prompt.
+pub const MAX_SITES: usize = 3;
+/// Lines of a boundary or a method shown per site.
+const EXCERPT_LINES: usize = 40;
+
+/// A place the transaction is most likely held, for the prompt.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Site {
+    pub path: String,
+    pub line: usize,
+    /// `OrdersController#create → Checkout#call → Order after_save :notify`.
+    pub route: String,
+    pub why: String,
+    /// The boundary, and the callback's method when it lives elsewhere.
+    pub excerpt: String,
+    pub score: u32,
+    /// The lines the excerpt shows: (path, first, last).
+    #[serde(skip)]
+    pub covers: Vec<(String, usize, usize)>,
+    /// The code that runs inside the transaction, with its distance in
+    /// calls from the boundary: the evidence the patterns are chosen by.
+    #[serde(skip)]
+    pub inside: Vec<(String, u32)>,
+    /// A loop writes rows or enqueues work inside the transaction.
+    #[serde(skip)]
+    pub loop_of_writes: bool,
+}
+
+/// Code that runs inside a site's transaction.
+#[derive(Debug, Clone)]
+pub(super) struct Piece {
+    pub text: String,
+    pub dist: u32,
+    /// Where it is: `Order#notify (app/models/order.rb line 40)`.
+    pub at: String,
+    /// Its file and first line.
+    pub path: String,
+    pub line: usize,
+}
+
+/// A site while it is being found.
+#[derive(Debug, Clone)]
+pub(super) struct Draft {
+    pub path: String,
+    pub line: usize,
+    pub kind: String,
+    pub route: Vec<String>,
+    pub boundary: String,
+    /// The boundary's first line when it shows more than the site's line
+    /// (the whole method around a `transaction do`).
+    pub boundary_start: usize,
+    /// A line shown before the boundary: the state machine or event a
+    /// hook sits in.
+    pub context: Option<(usize, String)>,
+    pub detail: Option<(String, usize, String)>,
+    pub pieces: Vec<Piece>,
+    /// How likely this kind of site holds the work before looking inside.
+    pub prior: u32,
+    pub is_callback: bool,
+}
+
+/// Tenths by distance: the boundary's own code counts whole, a method it
+/// calls 0.7, one further 0.5...
+const DISTANCE_TENTHS: [u32; 5] = [10, 7, 5, 3, 2];
+
+impl Draft {
+    /// (score, what was found inside, loop of writes, the piece holding
+    /// the slowest work).
+    fn weigh(&self) -> (u32, Vec<String>, bool, Option<usize>) {
+        // Each kind of slow work counts once, where it weighs most.
+        let mut best: Vec<(&'static str, u32, &'static str, String, usize)> = Vec::new();
+        let mut looped = false;
+        for (p, piece) in self.pieces.iter().enumerate() {
+            let tenths = DISTANCE_TENTHS[(piece.dist as usize).min(DISTANCE_TENTHS.len() - 1)];
+            for (weight, what, needle) in slow::slow_work(&piece.text) {
+                if needle == ".each" && piece.dist == 0 {
+                    looped = true;
+                }
+                let value = weight * tenths;
+                match best.iter_mut().find(|(n, ..)| *n == needle) {
+                    Some(known) if known.1 >= value => {}
+                    Some(known) => *known = (needle, value, what, piece.at.clone(), p),
+                    None => best.push((needle, value, what, piece.at.clone(), p)),
+                }
+            }
+        }
+        best.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let slow: u32 = best.iter().map(|b| b.1).sum();
+        let found = best
+            .iter()
+            .take(3)
+            .map(|(needle, _, what, at, _)| format!("{what} (`{needle}` in {at})"))
+            .collect();
+        let slowest = best.first().map(|b| b.4);
+        (slow + self.prior * 10, found, looped, slowest)
+    }
+
+    fn into_site(self) -> Option<Site> {
+        let (score, found, looped, slowest) = self.weigh();
+        if self.is_callback && score <= self.prior * 10 {
+            // A callback with nothing slow in it is listed, not a site.
+            return None;
+        }
+        let cut = |text: &str| -> String {
+            let lines: Vec<&str> = text.lines().collect();
+            let mut shown = lines[..lines.len().min(EXCERPT_LINES)].join("\n");
+            if lines.len() > EXCERPT_LINES {
+                shown.push_str("\n    # … (cut)");
+            }
+            shown
+        };
+        let boundary = cut(&self.boundary);
+        let mut covers = vec![(
+            self.path.clone(),
+            self.boundary_start,
+            self.boundary_start + boundary.lines().count().max(1) - 1,
+        )];
+        let mut excerpt = boundary;
+        if let Some((line, text)) = &self.context {
+            covers.push((self.path.clone(), *line, *line));
+            excerpt = format!("{text}\n  # …\n{excerpt}");
+        }
+        if let Some((path, line, body)) = &self.detail {
+            let body = cut(body);
+            covers.push((path.clone(), *line, line + body.lines().count().max(1) - 1));
+            excerpt.push_str(&format!("\n\n# {path} line {line}\n{body}"));
+        }
+        // The slow call itself, when it lives in a method the boundary
+        // reaches rather than in what is already shown.
+        if let Some(piece) = slowest.map(|p| &self.pieces[p]) {
+            let shown = covers.iter().any(|(path, first, last)| {
+                *path == piece.path && (*first..=*last).contains(&piece.line)
+            });
+            if !shown && piece.dist > 0 {
+                let body = cut(&piece.text);
+                covers.push((
+                    piece.path.clone(),
+                    piece.line,
+                    piece.line + body.lines().count().max(1) - 1,
+                ));
+                excerpt.push_str(&format!(
+                    "\n\n# the slow call: {} line {}\n{body}",
+                    piece.path, piece.line
+                ));
+            }
+        }
+        let why = if found.is_empty() {
+            format!("{}; no slow call was recognised inside it", self.kind)
+        } else {
+            format!("{}; inside it: {}", self.kind, found.join(", "))
+        };
+        Some(Site {
+            path: self.path,
+            line: self.line,
+            route: self.route.join(" → "),
+            why,
+            excerpt,
+            score,
+            covers,
+            inside: self.pieces.into_iter().map(|p| (p.text, p.dist)).collect(),
+            loop_of_writes: looped,
+        })
+    }
+}
+
+/// The transaction sites of a job, likeliest first.
+pub(super) fn transaction_sites(
+    index: &ClassIndex,
+    models: &[ModelRef],
+    entry: Option<&Candidate>,
+    save: SaveKind,
+) -> Vec<Site> {
+    let mut walker = Walker::new(index, models);
+    let entry_label = entry.map(walk::entry_label).unwrap_or_default();
+    if let Some(frame) = entry.and_then(Frame::entry) {
+        walker.walk(frame);
+    }
+    let located: String = walker.reached.join("\n");
+    // The alerted tables' models, then the models the job saves (their
+    // callbacks run in the same transaction and may touch the table).
+    let alerted: Vec<String> = models.iter().map(|m| m.class.clone()).collect();
+    let mut read: Vec<ModelRef> = models.to_vec();
+    let mut round = 0;
+    while round < 2 {
+        round += 1;
+        let saved: Vec<ModelRef> = walker
+            .saved_models()
+            .into_iter()
+            .filter(|m| !read.iter().any(|r| r.class == m.class))
+            .take(6)
+            .collect();
+        let fresh: Vec<ModelRef> = if round == 1 {
+            read.iter().cloned().chain(saved.iter().cloned()).collect()
+        } else {
+            saved.clone()
+        };
+        if fresh.is_empty() {
+            break;
+        }
+        read.extend(saved);
+        for model in &fresh {
+            // Which saves the entry makes is a guess from its name: every
+            // callback is read, those that agree with it rank a little higher.
+            let expected = callbacks_of(index, model, save, &located);
+            let is_alerted = alerted.contains(&model.class);
+            for callback in callbacks_of(index, model, SaveKind::Any, &located) {
+                if callback.inside {
+                    let agrees = expected.contains(&callback);
+                    walker.callback_site(&entry_label, model, &callback, agrees, is_alerted);
+                } else {
+                    // After the commit, but it may open a transaction of its own.
+                    walker.after_commit(&entry_label, &callback);
+                }
+            }
+        }
+    }
+    let mut sites: Vec<Site> = walker
+        .drafts
+        .into_iter()
+        .filter_map(Draft::into_site)
+        .collect();
+    sites.sort_by(|a, b| {
+        b.score
+            .cmp(&a.score)
+            .then(a.path.cmp(&b.path))
+            .then(a.line.cmp(&b.line))
+    });
+    let mut kept: Vec<Site> = Vec::new();
+    for site in sites {
+        if !kept
+            .iter()
+            .any(|k| k.path == site.path && k.line == site.line)
+        {
+            kept.push(site);
+        }
+    }
+    kept
+}
+
+/// How slow `code` looks, unweighted by distance.
+pub(super) fn slowness(code: &str) -> u32 {
+    slow::slow_work(code).iter().map(|(w, ..)| w).sum()
+}
+
+/// How a callback is named in a route and a reason.
+pub(super) fn callback_kind(callback: &Callback) -> String {
+    if callback.inside {
+        format!("`{}` runs inside the save's transaction", callback.label)
+    } else {
+        format!("`{}` runs after the commit", callback.label)
+    }
+}

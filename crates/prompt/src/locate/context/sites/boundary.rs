@@ -1,0 +1,109 @@
+//! Where a transaction is opened or a row lock taken, and how far it
+//! reaches: `transaction do … end`, `with_lock do … end` to their `end`;
+//! `lock!`, `.lock` and `FOR UPDATE` to the end of the method (the lock is
+//! held until the surrounding transaction commits).
+
+use super::slow::occurrences;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Opener {
+    Transaction,
+    RowLock,
+}
+
+impl Opener {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Opener::Transaction => "opens a transaction",
+            Opener::RowLock => "takes a row lock, held to the transaction's end",
+        }
+    }
+}
+
+/// What a line of code opens, if anything.
+pub(super) fn opener(code: &str) -> Option<Opener> {
+    let code = code.trim();
+    if code.starts_with('#') || code.starts_with("def ") {
+        return None;
+    }
+    let opens_block = code.ends_with(" do") || code.contains(" do |") || code.contains('{');
+    let transaction = code.match_indices("transaction").any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = &code[at + "transaction".len()..];
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && (after.starts_with(" do") || after.starts_with('(') || after.starts_with(" {"))
+    });
+    if transaction && opens_block {
+        return Some(Opener::Transaction);
+    }
+    if occurrences(code, "with_lock") > 0 {
+        return Some(Opener::RowLock);
+    }
+    let row_lock = occurrences(code, "lock!") > 0
+        || occurrences(code, ".lock") > 0
+        || code.contains(".lock(")
+        || code.contains("FOR UPDATE");
+    row_lock.then_some(Opener::RowLock)
+}
+
+/// The 0-based last line of what `opener` at the 0-based `at` holds:
+/// its block's `end` (or `}`), else the last line of `lines`.
+pub(super) fn reach(lines: &[&str], at: usize) -> usize {
+    let first = lines[at];
+    let code = first.trim_end();
+    let opens_do = code.ends_with(" do") || code.contains(" do |");
+    if !opens_do {
+        if code.contains('{') && code.contains('}') {
+            return at;
+        }
+        return lines.len().saturating_sub(1);
+    }
+    let indent = first.len() - first.trim_start().len();
+    for (i, line) in lines.iter().enumerate().skip(at + 1) {
+        let this = line.len() - line.trim_start().len();
+        let trimmed = line.trim();
+        if this <= indent
+            && (trimmed == "end"
+                || trimmed.starts_with("end ")
+                || trimmed.starts_with("end.")
+                || trimmed.starts_with("end)"))
+        {
+            return i;
+        }
+        if this < indent && !trimmed.is_empty() {
+            return i.saturating_sub(1);
+        }
+    }
+    lines.len().saturating_sub(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openers_are_recognised_and_reach_their_end() {
+        assert_eq!(opener("Order.transaction do"), Some(Opener::Transaction));
+        assert_eq!(
+            opener("ActiveRecord::Base.transaction(requires_new: true) do"),
+            Some(Opener::Transaction)
+        );
+        assert_eq!(opener("transaction do"), Some(Opener::Transaction));
+        assert_eq!(opener("@order.with_lock do"), Some(Opener::RowLock));
+        assert_eq!(opener("lock!"), Some(Opener::RowLock));
+        assert_eq!(opener("Order.lock.find(id)"), Some(Opener::RowLock));
+        assert_eq!(opener("def with_transaction_returning_status"), None);
+        assert_eq!(opener("transactions.each do |t|"), None);
+        assert_eq!(opener("lock_version = 1"), None);
+        let lines = [
+            "  def x",
+            "    Order.transaction do",
+            "      a",
+            "    end",
+            "    b",
+            "  end",
+        ];
+        assert_eq!(reach(&lines, 1), 3);
+        assert_eq!(reach(&["lock!", "a", "b"], 0), 2);
+    }
+}

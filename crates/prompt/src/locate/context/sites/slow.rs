@@ -1,0 +1,227 @@
+//! What makes a transaction long, as it reads in Ruby: network calls, mail,
+//! job enqueues, search indexing, external processes, batch writes and
+//! loops of writes. Used to rank transaction sites by how likely the slow
+//! work runs inside them; the catalogue still chooses the fix.
+
+/// (needle, what it is, weight). A needle starting with `*` may end an
+/// identifier (`*Mailer.` matches `OrderMailer.`); one ending with `*` may
+/// start one (`enqueue*` matches `enqueue_ids`).
+const SLOW: &[(&str, &str, u32)] = &[
+    ("Net::HTTP", "an HTTP call", 6),
+    ("Faraday", "an HTTP call", 6),
+    ("HTTParty", "an HTTP call", 6),
+    ("RestClient", "an HTTP call", 6),
+    ("Excon", "an HTTP call", 6),
+    ("Typhoeus", "an HTTP call", 6),
+    ("URI.open", "an HTTP call", 6),
+    ("open-uri", "an HTTP call", 6),
+    (".post(", "an HTTP call", 4),
+    (".get(", "an HTTP call", 3),
+    ("Stripe::", "a payment API call", 6),
+    ("gateway", "a payment gateway call", 5),
+    ("Aws::", "a cloud API call", 6),
+    ("Twilio", "an SMS API call", 6),
+    ("Octokit", "a GitHub API call", 6),
+    ("Geocoder", "a geocoding lookup", 6),
+    ("geocode", "a geocoding lookup", 6),
+    ("webhook", "a webhook call", 4),
+    ("*_api", "an API call", 3),
+    ("*Client.new", "an API client", 4),
+    ("OpenAI", "an LLM call", 6),
+    ("openai", "an LLM call", 6),
+    ("Anthropic", "an LLM call", 6),
+    ("RubyLLM", "an LLM call", 6),
+    ("deliver_now", "a mail delivery", 5),
+    ("deliver_now!", "a mail delivery", 5),
+    ("deliver_later", "a mail delivery", 4),
+    (".deliver", "a mail delivery", 5),
+    (".deliver!", "a mail delivery", 5),
+    ("*Mailer.", "a mail delivery", 3),
+    ("*Notifier.", "a notification", 3),
+    ("perform_later", "a job enqueue", 4),
+    ("perform_async", "a job enqueue", 4),
+    ("perform_in", "a job enqueue", 4),
+    ("perform_at", "a job enqueue", 4),
+    ("perform_now", "a job run inline", 5),
+    ("Resque.enqueue", "a job enqueue", 4),
+    (".delay", "a job enqueue", 4),
+    ("enqueue*", "a job enqueue", 3),
+    ("reindex*", "search indexing", 5),
+    ("__elasticsearch__", "search indexing", 5),
+    ("Elasticsearch", "search indexing", 5),
+    ("Searchkick", "search indexing", 5),
+    ("percolate", "search indexing", 5),
+    ("index_document", "search indexing", 5),
+    ("Sunspot", "search indexing", 5),
+    ("system(", "an external process", 5),
+    ("Open3", "an external process", 5),
+    ("IO.popen", "an external process", 5),
+    ("shellout", "an external process", 5),
+    ("scm.", "an external process", 4),
+    ("sleep", "a sleep", 6),
+    ("find_each", "a batch over many rows", 4),
+    ("find_in_batches", "a batch over many rows", 4),
+    ("in_batches", "a batch over many rows", 4),
+    ("each_slice", "a batch over many rows", 4),
+    ("update_all", "a batch write", 3),
+    ("delete_all", "a batch write", 3),
+    ("destroy_all", "a batch write", 4),
+    ("insert_all", "a batch write", 3),
+    ("upsert_all", "a batch write", 3),
+    ("broadcast", "a broadcast", 3),
+    ("ActionCable", "a broadcast", 3),
+    ("Slack", "a chat notification", 4),
+    ("notify", "a notification", 2),
+    ("*_notification", "a notification", 2),
+    ("Redis", "a Redis call", 2),
+    ("REDIS", "a Redis call", 2),
+    ("render_to_string", "rendering", 3),
+    ("Prawn", "a PDF rendering", 4),
+    ("CSV.generate", "a CSV export", 3),
+    ("MiniMagick", "image processing", 4),
+    ("ImageProcessing", "image processing", 4),
+];
+
+/// At most this much per needle: ten mails are not ten times the evidence.
+const MAX_HITS: u32 = 2;
+
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// How often `needle` occurs as a word (`*` lets it end an identifier).
+pub(super) fn occurrences(text: &str, needle: &str) -> u32 {
+    let (suffix, needle) = match needle.strip_prefix('*') {
+        Some(rest) => (true, rest),
+        None => (false, needle),
+    };
+    let (prefix, needle) = match needle.strip_suffix('*') {
+        Some(rest) => (true, rest),
+        None => (false, needle),
+    };
+    let starts_word = !suffix && needle.chars().next().is_some_and(is_word);
+    let ends_word = !prefix && needle.chars().last().is_some_and(is_word);
+    text.match_indices(needle)
+        .filter(|(at, _)| {
+            let before = text[..*at].chars().next_back();
+            let after = text[at + needle.len()..].chars().next();
+            let runs_on = starts_word && before.is_some_and(is_word)
+                || ends_word && after.is_some_and(is_word);
+            let bare_suffix = suffix && !before.is_some_and(is_word);
+            !runs_on && !bare_suffix
+        })
+        .count() as u32
+}
+
+/// Slow work in `code` (comments dropped): (weight, what, needle) each.
+pub(super) fn slow_work(code: &str) -> Vec<(u32, &'static str, &'static str)> {
+    let code: String = code
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut found = Vec::new();
+    for (needle, what, weight) in SLOW {
+        let hits = occurrences(&code, needle).min(MAX_HITS);
+        if hits > 0 {
+            found.push((weight * hits, *what, needle.trim_matches('*')));
+        }
+    }
+    if let Some(what) = loop_of_writes(&code) {
+        found.push((LOOP_WEIGHT, what, ".each"));
+    }
+    found
+}
+
+pub(super) const LOOP_WEIGHT: u32 = 6;
+
+const LOOPS: [&str; 9] = [
+    ".each do",
+    ".each {",
+    ".each_with_index",
+    "each_slice",
+    "find_each",
+    "find_in_batches",
+    ".map do",
+    ".times do",
+    "loop do",
+];
+
+const WRITES: [&str; 14] = [
+    ".save",
+    ".update",
+    ".create",
+    ".destroy",
+    ".delete",
+    "insert",
+    "update_column",
+    "increment!",
+    ".touch",
+    "perform_later",
+    "perform_async",
+    "deliver_later",
+    "deliver_now",
+    "create!",
+];
+
+/// A loop whose body writes rows or enqueues work: inside one transaction,
+/// every row it touches stays locked to the end.
+pub(super) fn loop_of_writes(code: &str) -> Option<&'static str> {
+    let lines: Vec<&str> = code.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if !LOOPS.iter().any(|l| line.contains(l)) {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        let one_line = line.contains('{') && line.contains('}');
+        let body: Vec<&str> = if one_line {
+            vec![line]
+        } else {
+            lines[i + 1..]
+                .iter()
+                .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() > indent)
+                .copied()
+                .collect()
+        };
+        let body = body.join("\n");
+        let writes = WRITES
+            .iter()
+            .any(|w| occurrences(&body, w) > 0 || body.contains(w));
+        if writes {
+            return Some("a loop of writes or enqueues");
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mailers_and_jobs_are_found_as_words() {
+        let code =
+            "OrderMailer.confirm(self).deliver_now\n# Faraday.post(x)\nSyncJob.perform_later(id)";
+        let found: Vec<&str> = slow_work(code).iter().map(|(_, _, n)| *n).collect();
+        assert!(found.contains(&"deliver_now"), "{found:?}");
+        assert!(found.contains(&"Mailer."), "{found:?}");
+        assert!(found.contains(&"perform_later"), "{found:?}");
+        assert!(
+            !found.contains(&"Faraday"),
+            "comments are not code: {found:?}"
+        );
+        assert_eq!(
+            occurrences("Mailer.x", "*Mailer."),
+            0,
+            "a bare suffix is no mailer"
+        );
+        assert_eq!(occurrences("mail.deliver_later", ".deliver"), 0);
+    }
+
+    #[test]
+    fn a_loop_that_writes_is_a_batch() {
+        assert!(loop_of_writes("items.each do |i|\n  i.update!(x: 1)\nend").is_some());
+        assert!(loop_of_writes("ids.each { |id| Job.perform_later(id) }").is_some());
+        assert!(loop_of_writes("items.each do |i|\n  puts i\nend").is_none());
+    }
+}

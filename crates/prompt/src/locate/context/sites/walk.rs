@@ -1,0 +1,747 @@
+//! Following the calls from the entry point: constants (`Checkout.new(o)
+//! .call`, `SyncJob.perform_now`), methods of the same class and of the
+//! modules and parents it has, and methods on records named after their
+//! model (`order.finalize!`, and the STI subclass that defines it). Each
+//! call reached inside a transaction is that transaction's evidence.
+
+use super::boundary::{opener, reach, Opener};
+use super::{callback_kind, Draft, Piece};
+use crate::locate::context::callbacks::{callbacks_of, Callback, SaveKind};
+use crate::locate::context::{
+    camelize, constant_calls, is_model_path, receiver_calls, words, ClassIndex, ModelRef,
+};
+use crate::locate::controllers::included;
+use crate::locate::{
+    block_from, declared_classes, find_def, find_instance_def, find_singleton_def, Candidate,
+};
+use std::collections::HashSet;
+
+/// Calls followed from the entry (and from a callback).
+const MAX_DEPTH: usize = 4;
+/// Methods read per job, whatever the depth.
+const MAX_FRAMES: usize = 160;
+/// Ruby words that are never calls worth following.
+const KEYWORDS: [&str; 16] = [
+    "end", "if", "unless", "else", "elsif", "return", "yield", "self", "nil", "true", "false",
+    "and", "not", "then", "rescue", "ensure",
+];
+
+/// A method found: (path, line, body, the text of its file).
+type Def = (String, usize, String, String);
+
+/// Lines `first..=last` of a body, and the site they run inside, with
+/// their distance from its boundary.
+type Region = (usize, usize, Option<(usize, u32)>);
+
+/// One method (or callback block) being read.
+#[derive(Debug, Clone)]
+pub(in crate::locate::context) struct Frame {
+    path: String,
+    file_text: String,
+    /// 1-based line of the body's first line.
+    start: usize,
+    body: String,
+    /// `Checkout#call`.
+    label: String,
+    route: Vec<String>,
+    depth: usize,
+    /// (site, distance) when this code runs inside a site's transaction.
+    inside: Option<(usize, u32)>,
+    class: String,
+}
+
+impl Frame {
+    pub fn entry(candidate: &Candidate) -> Option<Frame> {
+        let body = candidate.excerpt.clone()?;
+        let start = candidate.line?;
+        let label = entry_label(candidate);
+        Some(Frame {
+            path: candidate.path.clone(),
+            class: class_at(&candidate.file_text, start),
+            file_text: candidate.file_text.clone(),
+            start,
+            body,
+            route: vec![label.clone()],
+            label,
+            depth: 0,
+            inside: None,
+        })
+    }
+
+    fn namespace(&self) -> Vec<String> {
+        self.class
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn place(&self) -> String {
+        format!("`{}` ({} line {})", self.label, self.path, self.start)
+    }
+
+    fn piece(&self, text: String, dist: u32) -> Piece {
+        Piece {
+            text,
+            dist,
+            at: self.place(),
+            path: self.path.clone(),
+            line: self.start,
+        }
+    }
+}
+
+/// `OrdersController#create`, or the rake task's file and line.
+pub(in crate::locate::context) fn entry_label(candidate: &Candidate) -> String {
+    let line = candidate.line.unwrap_or(1);
+    let method = candidate
+        .excerpt
+        .as_deref()
+        .map(crate::locate::context::defined_method)
+        .unwrap_or_default();
+    let class = class_at(&candidate.file_text, line);
+    match (class.is_empty(), method.is_empty()) {
+        (false, false) => format!("{class}#{method}"),
+        _ => format!("{} line {line}", candidate.path),
+    }
+}
+
+/// The innermost class declared before the 1-based `line`.
+fn class_at(text: &str, line: usize) -> String {
+    declared_classes(text)
+        .into_iter()
+        .rfind(|(at, _)| *at <= line)
+        .map(|(_, name)| name)
+        .unwrap_or_default()
+}
+
+pub(in crate::locate::context) struct Walker<'a> {
+    index: &'a ClassIndex,
+    models: &'a [ModelRef],
+    pub drafts: Vec<Draft>,
+    /// The code read outside any site, for callbacks that depend on what
+    /// the job does (an uploader's column, a destroy).
+    pub reached: Vec<String>,
+    /// The routes to saves of an alerted model: class to route.
+    saves: Vec<(String, Vec<String>)>,
+    seen: HashSet<(Option<usize>, String, usize)>,
+    frames: usize,
+    in_callback: bool,
+}
+
+impl<'a> Walker<'a> {
+    pub fn new(index: &'a ClassIndex, models: &'a [ModelRef]) -> Self {
+        Walker {
+            index,
+            models,
+            drafts: Vec::new(),
+            reached: Vec::new(),
+            saves: Vec::new(),
+            seen: HashSet::new(),
+            frames: 0,
+            in_callback: false,
+        }
+    }
+
+    pub fn walk(&mut self, frame: Frame) {
+        let site = frame.inside.map(|(s, _)| s);
+        if self.frames >= MAX_FRAMES || !self.seen.insert((site, frame.path.clone(), frame.start)) {
+            return;
+        }
+        self.frames += 1;
+        let lines: Vec<&str> = frame.body.lines().collect();
+        if lines.is_empty() {
+            return;
+        }
+        // (first, last, inside) regions of the body.
+        let mut regions: Vec<Region> = Vec::new();
+        if let Some((s, d)) = frame.inside {
+            self.drafts[s]
+                .pieces
+                .push(frame.piece(frame.body.clone(), d));
+            regions.push((0, lines.len() - 1, Some((s, d + 1))));
+        } else {
+            self.reached.push(frame.body.clone());
+            let skip_def = lines[0].trim_start().starts_with("def ");
+            let mut from = 0;
+            let mut i = usize::from(skip_def);
+            while i < lines.len() {
+                let Some((opened, helper)) = self.opener_at(&frame, lines[i]) else {
+                    i += 1;
+                    continue;
+                };
+                let last = reach(&lines, i);
+                if from < i {
+                    regions.push((from, i - 1, None));
+                }
+                let s = self.open_site(&frame, &lines, i, last, opened, helper);
+                regions.push((i, last, Some((s, 1))));
+                from = last + 1;
+                i = last + 1;
+            }
+            if from < lines.len() {
+                regions.push((from, lines.len() - 1, None));
+            }
+        }
+        if frame.depth >= MAX_DEPTH {
+            return;
+        }
+        for (first, last, inside) in regions {
+            let text = lines[first..=last].join("\n");
+            let skip = usize::from(first == 0 && lines[0].trim_start().starts_with("def "));
+            let text_calls = lines[first + skip..=last].join("\n");
+            self.saves_in(&frame, &text, inside);
+            for child in self.calls(&frame, &text_calls, inside) {
+                self.walk(child);
+            }
+        }
+    }
+
+    /// A line that opens a transaction or lock: directly, or by calling a
+    /// helper of the class that does and yields (`with_order_lock do`).
+    fn opener_at(&self, frame: &Frame, line: &str) -> Option<(Opener, Option<String>)> {
+        if let Some(opened) = opener(line) {
+            return Some((opened, None));
+        }
+        let code = line.trim();
+        if !(code.ends_with(" do") || code.contains(" do |")) {
+            return None;
+        }
+        let name = crate::locate::context::word_at(code);
+        if name.len() < 4 || KEYWORDS.contains(&name.as_str()) {
+            return None;
+        }
+        let (path, def_line, body, _) = self.own_method(frame, &name)?;
+        let opened = body.lines().skip(1).find_map(opener)?;
+        body.contains("yield")
+            .then(|| (opened, Some(format!("`{name}` ({path} line {def_line})"))))
+    }
+
+    fn open_site(
+        &mut self,
+        frame: &Frame,
+        lines: &[&str],
+        at: usize,
+        last: usize,
+        opened: Opener,
+        helper: Option<String>,
+    ) -> usize {
+        let block = lines[at..=last].join("\n");
+        // The whole method shows where the transaction opens and what runs
+        // before it; a long one from a little above the opener.
+        let from = if lines.len() > super::EXCERPT_LINES {
+            at.saturating_sub(8)
+        } else {
+            0
+        };
+        let method = lines[from..].join("\n");
+        let kind = match helper {
+            Some(helper) => format!("calls {helper}, which {}", opened.describe()),
+            None => format!("{} in `{}`", opened.describe(), frame.label),
+        };
+        self.drafts.push(Draft {
+            path: frame.path.clone(),
+            line: frame.start + at,
+            kind,
+            route: frame.route.clone(),
+            boundary: method,
+            boundary_start: frame.start + from,
+            context: None,
+            detail: None,
+            pieces: vec![Piece {
+                line: frame.start + at,
+                ..frame.piece(block, 0)
+            }],
+            prior: if frame.depth == 0 { 4 } else { 3 },
+            is_callback: false,
+        });
+        self.drafts.len() - 1
+    }
+
+    /// A callback of an alerted model that runs inside the save's
+    /// transaction, as a site of its own.
+    /// An `after_commit` callback: outside the save's transaction, but a
+    /// transaction or lock it opens itself is a site.
+    pub fn after_commit(&mut self, entry: &str, callback: &Callback) {
+        let Some(m) = &callback.method else {
+            return;
+        };
+        let mut route = Vec::new();
+        if !entry.is_empty() {
+            route.push(entry.to_owned());
+        }
+        route.push(callback.label.clone());
+        self.in_callback = true;
+        self.walk(Frame {
+            class: class_at(&m.file_text, m.line),
+            path: m.path.clone(),
+            file_text: m.file_text.clone(),
+            start: m.line,
+            body: m.body.clone(),
+            label: callback.label.clone(),
+            route,
+            depth: MAX_DEPTH - 2,
+            inside: None,
+        });
+        self.in_callback = false;
+    }
+
+    pub fn callback_site(
+        &mut self,
+        entry: &str,
+        model: &ModelRef,
+        callback: &Callback,
+        agrees: bool,
+        alerted: bool,
+    ) {
+        let mut route: Vec<String> = self
+            .saves
+            .iter()
+            .find(|(class, route)| *class == model.class && !route.is_empty())
+            .map(|(_, route)| route.clone())
+            .unwrap_or_else(|| {
+                let mut r = Vec::new();
+                if !entry.is_empty() {
+                    r.push(entry.to_owned());
+                }
+                r
+            });
+        let saved = self.saves.iter().any(|(class, _)| *class == model.class);
+        // An AASM hook whose event the job fires (`contract.mark_sent!`).
+        let fired = callback.event.as_ref().is_some_and(|event| {
+            let bang = format!("{event}!");
+            self.reached.iter().any(|code| code.contains(&bang))
+        });
+        route.push(callback.label.clone());
+        let label = callback.label.clone();
+        self.drafts.push(Draft {
+            path: callback.path.clone(),
+            line: callback.line,
+            kind: callback_kind(callback),
+            route: route.clone(),
+            boundary: callback.declaration.clone(),
+            boundary_start: callback.line,
+            context: callback.context.clone(),
+            detail: callback
+                .method
+                .as_ref()
+                .map(|m| (m.path.clone(), m.line, m.body.clone())),
+            pieces: vec![Piece {
+                text: callback.declaration.clone(),
+                dist: 0,
+                at: format!("`{label}` ({} line {})", callback.path, callback.line),
+                path: callback.path.clone(),
+                line: callback.line,
+            }],
+            prior: 2
+                + u32::from(saved)
+                + u32::from(agrees)
+                + 2 * u32::from(fired)
+                + 2 * u32::from(alerted),
+            is_callback: true,
+        });
+        let site = self.drafts.len() - 1;
+        let (path, start, body, file_text) = match &callback.method {
+            Some(m) => (m.path.clone(), m.line, m.body.clone(), m.file_text.clone()),
+            None => (
+                callback.path.clone(),
+                callback.line,
+                callback.declaration.clone(),
+                callback.file_text.clone(),
+            ),
+        };
+        let class = class_at(&file_text, start);
+        self.in_callback = true;
+        self.walk(Frame {
+            path,
+            file_text,
+            start,
+            body,
+            label,
+            route,
+            depth: MAX_DEPTH - 2,
+            inside: Some((site, 0)),
+            class,
+        });
+        self.in_callback = false;
+    }
+
+    /// Saves of an alerted model in `text`: they run its callbacks inside
+    /// their own transaction (or the one around them).
+    fn saves_in(&mut self, frame: &Frame, text: &str, inside: Option<(usize, u32)>) {
+        let mut models: Vec<ModelRef> = self
+            .models
+            .iter()
+            .filter(|model| saves_model(text, frame, model, self.index))
+            .cloned()
+            .collect();
+        for receiver in save_receivers(text) {
+            if let Some(model) = self.model_named(frame, &receiver) {
+                if !models.iter().any(|m| m.class == model.class) {
+                    models.push(model);
+                }
+            }
+        }
+        for model in &models {
+            if !self.saves.iter().any(|(c, _)| *c == model.class) {
+                // A save found inside a callback has no route of its own
+                // worth showing: the callback's is shown instead.
+                let route = if self.in_callback {
+                    Vec::new()
+                } else {
+                    frame.route.clone()
+                };
+                self.saves.push((model.class.clone(), route));
+            }
+            let Some((s, d)) = inside else {
+                continue;
+            };
+            // A save inside an explicit transaction runs its callbacks in
+            // it; a callback's own saves are followed as sites of their own.
+            if self.drafts[s].is_callback {
+                continue;
+            }
+            for callback in callbacks_of(self.index, model, SaveKind::Any, text) {
+                if callback.inside && self.drafts[s].pieces.len() < 40 {
+                    let (path, line) = callback
+                        .method
+                        .as_ref()
+                        .map_or((callback.path.clone(), callback.line), |m| {
+                            (m.path.clone(), m.line)
+                        });
+                    self.drafts[s].pieces.push(Piece {
+                        text: callback.body().to_owned(),
+                        dist: d,
+                        at: format!(
+                            "`{}` ({} line {})",
+                            callback.label, callback.path, callback.line
+                        ),
+                        path,
+                        line,
+                    });
+                }
+            }
+        }
+    }
+
+    /// The models saved along the way, as references.
+    pub fn saved_models(&self) -> Vec<ModelRef> {
+        self.saves
+            .iter()
+            .filter_map(|(class, _)| {
+                let (path, line) = self.index.classes.get(class)?;
+                Some(ModelRef {
+                    table: String::new(),
+                    class: class.clone(),
+                    path: path.clone(),
+                    line: *line,
+                    explicit_table_name: false,
+                })
+            })
+            .collect()
+    }
+
+    /// The model a receiver is named after: `@order`, `current_journal`
+    /// (its last words), `Spree::Order`; `self` in a model's own method.
+    fn model_named(&self, frame: &Frame, receiver: &str) -> Option<ModelRef> {
+        let name = receiver.trim_start_matches('@');
+        let class = if name == "self" || name.is_empty() {
+            Some(frame.class.clone())
+        } else if name.starts_with(|c: char| c.is_ascii_uppercase()) {
+            self.index.resolve(name, &frame.namespace())
+        } else {
+            let parts: Vec<&str> = name.split('_').collect();
+            (0..parts.len()).find_map(|cut| {
+                let tail = parts[cut..].join("_");
+                self.index
+                    .resolve(&camelize(&tail), &frame.namespace())
+                    .or_else(|| {
+                        self.index
+                            .resolve(&camelize(tail.trim_end_matches('s')), &frame.namespace())
+                    })
+            })
+        }?;
+        let (path, line) = self.index.classes.get(&class)?;
+        is_model_path(path).then(|| ModelRef {
+            table: String::new(),
+            class: class.clone(),
+            path: path.clone(),
+            line: *line,
+            explicit_table_name: false,
+        })
+    }
+
+    /// A method of the frame's class: its file, its modules, its parents.
+    fn own_method(&self, frame: &Frame, name: &str) -> Option<Def> {
+        if let Some((line, body)) = find_def(&frame.file_text, name) {
+            return Some((frame.path.clone(), line, body, frame.file_text.clone()));
+        }
+        let mut owners: Vec<String> = included(&frame.file_text)
+            .iter()
+            .filter_map(|m| self.index.resolve_any(m, &frame.namespace()))
+            .collect();
+        let mut class = frame.class.clone();
+        for _ in 0..4 {
+            let Some(parent) = self.index.parents.get(&class) else {
+                break;
+            };
+            owners.push(parent.clone());
+            // The parent's modules too (`include OrderLock` in a base controller).
+            if let Some((_, text)) = self.index.file_of(parent) {
+                let scope: Vec<String> = parent.split("::").map(str::to_owned).collect();
+                owners.extend(
+                    included(text)
+                        .iter()
+                        .filter_map(|m| self.index.resolve_any(m, &scope)),
+                );
+            }
+            class = parent.clone();
+        }
+        owners.into_iter().find_map(|owner| {
+            let (path, text) = self.index.file_of(&owner)?;
+            let (line, body) = find_def(text, name)?;
+            Some((path.clone(), line, body, text.clone()))
+        })
+    }
+
+    fn child(
+        &self,
+        frame: &Frame,
+        label: String,
+        found: Def,
+        inside: Option<(usize, u32)>,
+    ) -> Frame {
+        let (path, start, body, file_text) = found;
+        let mut route = frame.route.clone();
+        route.push(label.clone());
+        Frame {
+            class: class_at(&file_text, start),
+            path,
+            file_text,
+            start,
+            body,
+            label,
+            route,
+            depth: frame.depth + 1,
+            inside,
+        }
+    }
+
+    /// The methods `text` calls that the repository defines.
+    fn calls(&self, frame: &Frame, text: &str, inside: Option<(usize, u32)>) -> Vec<Frame> {
+        let mut found: Vec<Frame> = Vec::new();
+        let namespace = frame.namespace();
+        for (constant, method) in constant_calls(text) {
+            let Some(class) = self.index.resolve(&constant, &namespace) else {
+                continue;
+            };
+            // `perform_now` runs `perform` here and now; an enqueue does not.
+            let method = match method.as_str() {
+                "perform_now" => "perform".to_owned(),
+                "perform_later" | "perform_async" | "perform_in" | "deliver_later" => continue,
+                _ => method,
+            };
+            // `Const.new(x).call` reads as (Const, call): an instance method.
+            let singleton = !matches!(method.as_str(), "call" | "perform" | "run");
+            if let Some(def) = self.class_method(&class, &method, singleton) {
+                found.push(self.child(frame, format!("{class}#{method}"), def, inside));
+            }
+        }
+        let own = frame
+            .label
+            .rsplit(['#', '.'])
+            .next()
+            .unwrap_or("")
+            .to_owned();
+        for word in words(text) {
+            if word == own || word.len() < 3 || KEYWORDS.contains(&word.as_str()) {
+                continue;
+            }
+            if let Some(def) = self.own_method(frame, &word) {
+                let owner = class_at(&def.3, def.1);
+                found.push(self.child(frame, format!("{owner}#{word}"), def, inside));
+            }
+        }
+        // `records.each(&:fetch_changesets)` in a model: its own instances'.
+        for (at, _) in text.match_indices("(&:") {
+            let method = crate::locate::context::word_at(&text[at + 3..]);
+            if method.len() < 3 || frame.class.is_empty() {
+                continue;
+            }
+            let mut owners = vec![frame.class.clone()];
+            owners.extend(self.index.descendants(&frame.class).into_iter().take(6));
+            for owner in owners {
+                let Some((path, text)) = self.index.file_of(&owner) else {
+                    continue;
+                };
+                if let Some((line, body)) = find_instance_def(text, &method) {
+                    let def = (path.clone(), line, body, text.clone());
+                    found.push(self.child(frame, format!("{owner}#{method}"), def, inside));
+                }
+            }
+        }
+        for (receiver, method) in receiver_calls(text) {
+            for (class, def) in self.on_receiver(frame, &receiver, &method) {
+                found.push(self.child(frame, format!("{class}#{method}"), def, inside));
+            }
+        }
+        found
+    }
+
+    /// `method` of `class` (or its parents): the instance method first,
+    /// then a class method of that name.
+    fn class_method(&self, class: &str, method: &str, singleton_first: bool) -> Option<Def> {
+        let mut class = class.to_owned();
+        for _ in 0..4 {
+            if let Some((path, _)) = self.index.classes.get(&class) {
+                if let Some(text) = self.index.texts.get(path) {
+                    let def = if singleton_first {
+                        find_singleton_def(text, method).or_else(|| find_def(text, method))
+                    } else {
+                        find_instance_def(text, method).or_else(|| find_def(text, method))
+                    };
+                    if let Some((line, body)) = def {
+                        return Some((path.clone(), line, body, text.clone()));
+                    }
+                }
+            }
+            class = self.index.parents.get(&class)?.clone();
+        }
+        None
+    }
+
+    /// `order.finalize!`: the model the receiver is named after, or the
+    /// subclasses sharing its table that define the method; an instance
+    /// variable's method that one model or service alone defines.
+    fn on_receiver(&self, frame: &Frame, receiver: &str, method: &str) -> Vec<(String, Def)> {
+        let mut found = Vec::new();
+        let named = self.model_named(frame, receiver).map(|m| m.class);
+        if let Some(class) = named {
+            if let Some(def) = self.class_method(&class, method, false) {
+                found.push((class.clone(), def));
+            }
+            {
+                // Subclasses sharing the table override it (`Repository::Git`).
+                for sub in self.index.descendants(&class).into_iter().take(6) {
+                    let Some((path, _)) = self.index.classes.get(&sub) else {
+                        continue;
+                    };
+                    let Some(text) = self.index.texts.get(path) else {
+                        continue;
+                    };
+                    if let Some((line, body)) = find_def(text, method) {
+                        found.push((sub.clone(), (path.clone(), line, body, text.clone())));
+                    }
+                }
+            }
+            return found;
+        }
+        if let Some([(path, line)]) = self.index.methods.get(method).map(Vec::as_slice) {
+            if let Some(text) = self.index.texts.get(path) {
+                if let Some((_, body)) = find_def(text, method) {
+                    let class = class_at(text, *line);
+                    found.push((class, (path.clone(), *line, body, text.clone())));
+                }
+            }
+        }
+        found
+    }
+}
+
+/// The receivers of saves in `text`: `order` in `order.save!`, `self` for
+/// a bare `save`.
+fn save_receivers(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for save in [
+        ".save",
+        ".update",
+        ".create",
+        ".destroy",
+        ".update_attribute",
+        ".touch",
+    ] {
+        for (at, _) in text.match_indices(save) {
+            let after = text[at + save.len()..].chars().next();
+            if after.is_some_and(|c| c.is_alphanumeric() || (c == '_' && save != ".update")) {
+                continue;
+            }
+            let receiver: String = text[..at]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '@' || *c == ':')
+                .collect::<String>()
+                .chars()
+                .rev()
+                .collect();
+            if !receiver.is_empty() && !found.contains(&receiver) && found.len() < 12 {
+                found.push(receiver);
+            }
+        }
+    }
+    found
+}
+
+/// Whether `text` saves (or destroys) a record of `model`: on a receiver
+/// named after it, on the class itself, or as the model's own `save`.
+fn saves_model(text: &str, frame: &Frame, model: &ModelRef, index: &ClassIndex) -> bool {
+    const SAVES: [&str; 12] = [
+        "save",
+        "save!",
+        "update",
+        "update!",
+        "update_attribute",
+        "update_attributes",
+        "update_attributes!",
+        "create",
+        "create!",
+        "destroy",
+        "destroy!",
+        "touch",
+    ];
+    let short = model.class.rsplit("::").next().unwrap_or(&model.class);
+    let mut relatives = vec![model.class.clone()];
+    relatives.extend(index.descendants(&model.class));
+    let own = relatives.contains(&frame.class);
+    for line in text.lines() {
+        let code = line.trim();
+        for save in SAVES {
+            for (at, _) in code.match_indices(save) {
+                let after = code[at + save.len()..].chars().next();
+                if after.is_some_and(|c| {
+                    c.is_alphanumeric() || c == '_' || (c == '!' && !save.ends_with('!'))
+                }) {
+                    continue;
+                }
+                let before = &code[..at];
+                if !before.ends_with('.') {
+                    // A bare `save!` in the model's own method.
+                    if own && !before.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                        return true;
+                    }
+                    continue;
+                }
+                let receiver: String = before[..before.len() - 1]
+                    .chars()
+                    .rev()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '@' || *c == ':')
+                    .collect::<String>()
+                    .chars()
+                    .rev()
+                    .collect();
+                let name = receiver.trim_start_matches('@');
+                if name == short
+                    || receiver == model.class
+                    || camelize(name) == short
+                    || (own && name == "self")
+                    || relatives
+                        .iter()
+                        .any(|r| r.rsplit("::").next() == Some(&camelize(name)))
+                {
+                    return true;
+                }
+            }
+        }
+    }
+    let _ = block_from;
+    false
+}

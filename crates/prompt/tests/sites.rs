@@ -1,0 +1,254 @@
+//! Transaction sites end to end: a Rails tree built in each test, the
+//! shipped catalogue and template, and the prompt's "Where it most likely
+//! lives" read back: where the transaction is held, not where the request
+//! enters.
+
+use longtx_prompt::{JobFacts, PromptSources, DEFAULT_BUDGET_BYTES};
+use std::path::{Path, PathBuf};
+
+/// A Rails application written into a folder of its own, removed when the
+/// test ends, failed or not.
+struct App(PathBuf);
+
+impl App {
+    fn new(name: &str, files: &[(&str, &str)]) -> App {
+        let root =
+            std::env::temp_dir().join(format!("longtx-tmp-sites-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for (path, text) in files {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        App(root)
+    }
+
+    fn prompt(&self, source: &str, tables: &[&str]) -> String {
+        let repo_root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let sources = PromptSources {
+            patterns_dir: repo_root.join("patterns"),
+            template: repo_root.join("patterns/_prompt.md.tera"),
+            repo: Some(self.0.clone()),
+            budget_bytes: DEFAULT_BUDGET_BYTES,
+        };
+        let job = JobFacts {
+            query_source: source.into(),
+            tables: tables.iter().map(|t| t.to_string()).collect(),
+            threshold_seconds: 100.0,
+            ..JobFacts::default()
+        };
+        sources.build(&job).unwrap().text
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The sites section: from its heading to the entry point's.
+fn sites(prompt: &str) -> &str {
+    let start = prompt
+        .find("## Where it most likely lives")
+        .expect("a sites section");
+    let end = prompt
+        .find("## Where the request enters")
+        .expect("the entry point stays");
+    &prompt[start..end]
+}
+
+/// The first site's heading, `path` line `n`.
+fn first_site(prompt: &str) -> &str {
+    let section = sites(prompt);
+    let at = section.find("### ").expect("a site");
+    section[at + 4..].lines().next().unwrap()
+}
+
+/// The first pattern printed in full.
+fn top_pattern(prompt: &str) -> &str {
+    let at = prompt.find("Pattern `").expect("a pattern in full");
+    let rest = &prompt[at + "Pattern `".len()..];
+    &rest[..rest.find('`').unwrap()]
+}
+
+#[test]
+fn a_transaction_two_calls_from_the_action_is_the_first_site() {
+    let app = App::new(
+        "service",
+        &[
+            (
+                "app/controllers/orders_controller.rb",
+                "class OrdersController < ApplicationController\n  def create\n    order = Order.new(order_params)\n    Checkout::Place.new(order).call\n    redirect_to order\n  end\nend\n",
+            ),
+            (
+                "app/services/checkout/place.rb",
+                "module Checkout\n  class Place\n    def initialize(order)\n      @order = order\n    end\n\n    def call\n      persist\n    end\n\n    private\n\n    def persist\n      Order.transaction do\n        @order.save!\n        Faraday.post(\"https://payments.example/charge\", amount: @order.total)\n      end\n    end\n  end\nend\n",
+            ),
+            ("app/models/order.rb", "class Order < ApplicationRecord\nend\n"),
+        ],
+    );
+    let prompt = app.prompt("orders#create", &["orders"]);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/services/checkout/place.rb` line 14",
+        "{prompt}"
+    );
+    let section = sites(&prompt);
+    assert!(
+        section.contains(
+            "Route: OrdersController#create → Checkout::Place#call → Checkout::Place#persist."
+        ),
+        "{section}"
+    );
+    assert!(
+        section.contains("Order.transaction do\n        @order.save!\n        Faraday.post"),
+        "{section}"
+    );
+    assert!(section.contains("an HTTP call (`Faraday`"), "{section}");
+    let entry = &prompt[prompt.find("## Where the request enters").unwrap()..];
+    assert!(
+        entry.contains("### `app/controllers/orders_controller.rb` line 2"),
+        "the entry point stays as context: {entry}"
+    );
+    assert_eq!(top_pattern(&prompt), "external-http-call-in-transaction");
+}
+
+#[test]
+fn a_callback_of_an_sti_subclass_on_the_alerted_table_is_a_site() {
+    let app = App::new(
+        "sti",
+        &[
+            (
+                "app/controllers/vehicles_controller.rb",
+                "class VehiclesController < ApplicationController\n  def update\n    @vehicle = Vehicle.find(params[:id])\n    @vehicle.update(vehicle_params)\n  end\nend\n",
+            ),
+            ("app/models/vehicle.rb", "class Vehicle < ApplicationRecord\n  validates :name, presence: true\nend\n"),
+            (
+                "app/models/truck.rb",
+                "class Truck < Vehicle\n  after_save :sync_fleet\n\n  def sync_fleet\n    FleetApi::Client.new.push(id: id, plate: plate)\n    Net::HTTP.post(URI(\"https://fleet.example/trucks\"), to_json)\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("vehicles#update", &["vehicles"]);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/models/truck.rb` line 2",
+        "{prompt}"
+    );
+    let section = sites(&prompt);
+    assert!(
+        section.contains("Route: VehiclesController#update → Truck after_save :sync_fleet."),
+        "{section}"
+    );
+    assert!(
+        section.contains("runs inside the save's transaction"),
+        "{section}"
+    );
+    assert!(
+        section.contains("# app/models/truck.rb line 4\n  def sync_fleet"),
+        "{section}"
+    );
+}
+
+#[test]
+fn a_block_form_callback_is_read_whole() {
+    let app = App::new(
+        "block",
+        &[
+            (
+                "app/controllers/shipments_controller.rb",
+                "class ShipmentsController < ApplicationController\n  def update\n    @shipment = Shipment.find(params[:id])\n    @shipment.update!(state: \"shipped\")\n  end\nend\n",
+            ),
+            (
+                "app/models/shipment.rb",
+                "class Shipment < ApplicationRecord\n  before_save :normalize\n  after_update do\n    ShipmentMailer.shipped(self).deliver_now\n  end\n  after_commit :refresh_cache\n\n  def normalize\n    self.state = state.downcase\n  end\n\n  def refresh_cache\n    Rails.cache.delete(cache_key)\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("shipments#update", &["shipments"]);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/models/shipment.rb` line 3",
+        "{prompt}"
+    );
+    let section = sites(&prompt);
+    assert!(
+        section.contains("after_update do\n    ShipmentMailer.shipped(self).deliver_now\n  end"),
+        "{section}"
+    );
+    assert!(
+        section.contains("a mail delivery (`deliver_now`"),
+        "{section}"
+    );
+    assert!(
+        prompt.contains("- `Shipment after_commit :refresh_cache`: `app/models/shipment.rb` line 12, after commit"),
+        "{prompt}"
+    );
+    assert_eq!(top_pattern(&prompt), "side-effects-after-commit");
+}
+
+#[test]
+fn an_aasm_after_hook_of_the_fired_event_is_a_site() {
+    let app = App::new(
+        "aasm",
+        &[
+            (
+                "app/controllers/refunds_controller.rb",
+                "class RefundsController < ApplicationController\n  def approve\n    @refund = Refund.find(params[:id])\n    @refund.approve!\n    redirect_to @refund\n  end\nend\n",
+            ),
+            (
+                "app/models/refund.rb",
+                "class Refund < ApplicationRecord\n  include AASM\n\n  aasm column: :state do\n    state :pending, initial: true\n    state :approved\n    state :voided\n\n    event :approve do\n      transitions from: :pending, to: :approved\n      after do\n        Stripe::Refund.create(charge: charge_id, amount: amount)\n      end\n    end\n\n    event :void do\n      transitions from: :pending, to: :voided\n      after do\n        AuditLog.record(self)\n      end\n    end\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("refunds#approve", &["refunds"]);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/models/refund.rb` line 11",
+        "{prompt}"
+    );
+    let section = sites(&prompt);
+    assert!(section.contains("Refund AASM after do … end"), "{section}");
+    assert!(
+        section.contains("event :approve do\n  # …\n      after do\n        Stripe::Refund.create"),
+        "the event the hook belongs to is shown: {section}"
+    );
+    assert!(
+        section.contains("a payment API call (`Stripe::`"),
+        "{section}"
+    );
+    assert!(
+        !section.contains("AuditLog"),
+        "nothing slow in the void hook: {section}"
+    );
+}
+
+#[test]
+fn a_stale_object_rescue_outside_does_not_outrank_the_mail_inside() {
+    let app = App::new(
+        "stale",
+        &[
+            (
+                "app/controllers/invoices_controller.rb",
+                "class InvoicesController < ApplicationController\n  def update\n    @invoice = Invoice.find(params[:id])\n    begin\n      @invoice.update!(invoice_params)\n    rescue ActiveRecord::StaleObjectError\n      @invoice.reload\n      render :edit, status: :conflict\n    end\n  end\nend\n",
+            ),
+            (
+                "app/models/invoice.rb",
+                "class Invoice < ApplicationRecord\n  after_save :send_receipt\n\n  def send_receipt\n    InvoiceMailer.receipt(self).deliver_now\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("invoices#update", &["invoices"]);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/models/invoice.rb` line 2",
+        "{prompt}"
+    );
+    assert_eq!(
+        top_pattern(&prompt),
+        "side-effects-after-commit",
+        "the mail inside the save's transaction decides, not the rescue around it"
+    );
+}
