@@ -217,6 +217,12 @@ fn main() -> anyhow::Result<()> {
                         .map(|c| format!("{}:{:?}", c.path, c.line))
                         .collect::<Vec<_>>()
                 );
+                for site in code.sites.iter().take(3) {
+                    println!(
+                        "    site {} {}:{} {}\n      {}",
+                        site.score, site.path, site.line, site.route, site.why
+                    );
+                }
             }
         }
         tally.print(&corpus.repository);

@@ -368,9 +368,25 @@ fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evi
             .filter(|(_, d)| *d <= 1)
             .map(|(t, _)| t.clone())
             .collect();
+        // Deeper inside the transaction: weak evidence, as a file's rest.
+        evidence.files.extend(
+            site.inside
+                .iter()
+                .filter(|(_, d)| *d > 1)
+                .map(|(t, _)| t.clone()),
+        );
         if site.loop_of_writes {
             evidence.shapes.push("loop-of-writes".to_owned());
         }
+    }
+    // The runner-up sites: as likely as the located method's own calls.
+    for site in code.sites.iter().skip(1) {
+        evidence.excerpts.extend(
+            site.inside
+                .iter()
+                .filter(|(_, d)| *d <= 1)
+                .map(|(t, _)| t.clone()),
+        );
     }
     evidence
 }

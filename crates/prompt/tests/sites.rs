@@ -252,3 +252,65 @@ fn a_stale_object_rescue_outside_does_not_outrank_the_mail_inside() {
         "the mail inside the save's transaction decides, not the rescue around it"
     );
 }
+
+#[test]
+fn a_destroy_callback_is_no_site_of_a_job_that_destroys_nothing() {
+    let app = App::new(
+        "destroy",
+        &[
+            (
+                "app/controllers/comments_controller.rb",
+                "class CommentsController < ApplicationController\n  def create\n    @comment = Comment.new(comment_params)\n    @comment.save!\n  end\nend\n",
+            ),
+            (
+                "app/models/comment.rb",
+                "class Comment < ApplicationRecord\n  after_destroy :purge_everywhere\n  after_create :notify_author\n\n  def purge_everywhere\n    Notification.where(target: self).destroy_all\n    Net::HTTP.post(URI(\"https://search.example/purge\"), id.to_s)\n  end\n\n  def notify_author\n    CommentMailer.new_comment(self).deliver_now\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("comments#create", &["comments"]);
+    let section = sites(&prompt);
+    assert!(
+        !section.contains("purge_everywhere"),
+        "a create runs no after_destroy: {section}"
+    );
+    assert_eq!(
+        first_site(&prompt),
+        "`app/models/comment.rb` line 3",
+        "{prompt}"
+    );
+}
+
+#[test]
+fn a_lock_helper_of_another_class_around_a_client_bound_in_an_initializer_is_a_site() {
+    let app = App::new(
+        "bound",
+        &[
+            (
+                "app/jobs/sync_application_job.rb",
+                "class SyncApplicationJob < ApplicationJob\n  def perform(application)\n    RowLocker.hold(application) do\n      ApplicationsTable.create(\"id\" => application.id)\n    end\n  end\nend\n",
+            ),
+            (
+                "app/services/row_locker.rb",
+                "class RowLocker\n  def self.hold(record)\n    record.with_lock do\n      yield\n    end\n  end\nend\n",
+            ),
+            (
+                "config/initializers/airrecord.rb",
+                "Airrecord.api_key = ENV[\"AIRTABLE_KEY\"]\nApplicationsTable = Airrecord.table(ENV[\"AIRTABLE_KEY\"], \"app1\", \"tbl1\")\n",
+            ),
+            ("app/models/application.rb", "class Application < ApplicationRecord\nend\n"),
+        ],
+    );
+    let prompt = app.prompt("SyncApplicationJob", &["applications"]);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/jobs/sync_application_job.rb` line 3",
+        "{prompt}"
+    );
+    let section = sites(&prompt);
+    assert!(
+        section.contains("an Airtable API call (`Airrecord` in `ApplicationsTable`, bound to `Airrecord` in config/initializers"),
+        "{section}"
+    );
+    assert_eq!(top_pattern(&prompt), "external-http-call-in-transaction");
+}

@@ -148,6 +148,14 @@ impl Callback {
     pub fn body(&self) -> &str {
         self.method.as_ref().map_or(&self.declaration, |m| &m.body)
     }
+
+    /// Whether Rails could run it for the code in `reached`: a destroy
+    /// callback runs only when something is destroyed, and a job that
+    /// creates a comment destroys nothing.
+    pub fn may_run_for(&self, reached: &str) -> bool {
+        let destroys = self.label.contains("_destroy") || self.label.contains("dependent:");
+        !destroys || reached.contains("destroy")
+    }
 }
 
 /// `validate :check_credentials, if: :enabled` -> `["check_credentials"]`:

@@ -22,6 +22,28 @@ pub(in crate::locate) struct ClassIndex {
     /// `class Repository::Git < Repository`: class to its parent, resolved
     /// to a full name where the index knows it.
     pub parents: HashMap<String, String>,
+    /// Constants an initializer binds to a gem's object
+    /// (`ApplicationsTable = Airrecord.table(...)`): name to the gem's constant.
+    pub bound: HashMap<String, String>,
+}
+
+/// `Name = Gem::Thing.build(...)` -> (`Name`, `Gem::Thing`).
+fn binding(line: &str) -> Option<(String, String)> {
+    let (name, value) = line.split_once(" = ")?;
+    let is_constant = |s: &str| {
+        s.split("::")
+            .all(|part| part.chars().next().is_some_and(|c| c.is_ascii_uppercase()))
+            && s.chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == ':')
+    };
+    let name = name.trim();
+    let value = value.trim();
+    let end = value
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+        .filter(|&at| value[at..].starts_with(['.', '(']))?;
+    let target = value[..end].trim_end_matches(':');
+    (!line.starts_with(' ') && is_constant(name) && !target.is_empty() && is_constant(target))
+        .then(|| (name.to_owned(), target.to_owned()))
 }
 
 /// A model's file: `app/models/` of the application or of any root.
@@ -42,7 +64,16 @@ impl ClassIndex {
             table_names: HashMap::new(),
             methods: HashMap::new(),
             parents: HashMap::new(),
+            bound: HashMap::new(),
         };
+        for file in ruby_files(&repo.join("config/initializers"), "rb") {
+            let Some(text) = read_small(repo, &file) else {
+                continue;
+            };
+            for (name, target) in text.lines().filter_map(binding) {
+                index.bound.insert(name, target);
+            }
+        }
         let mut written_parents: Vec<(String, String, Vec<String>)> = Vec::new();
         for root in discover(repo) {
             for dir in &root.code_dirs {
@@ -179,6 +210,25 @@ impl ClassIndex {
         })
     }
 
+    /// `StripeService::Issuing::Card` where `module StripeService` does
+    /// `include Stripe` and the application defines no `Issuing`: Ruby
+    /// finds `Stripe::Issuing::Card`, a gem's constant.
+    pub fn through_included_gem(&self, constant: &str) -> Option<String> {
+        let constant = constant.trim_start_matches("::");
+        let (head, rest) = constant.split_once("::")?;
+        let (path, _) = self.modules.get(head).or_else(|| self.classes.get(head))?;
+        let text = self.texts.get(path)?;
+        text.lines()
+            .filter_map(|l| l.trim().strip_prefix("include "))
+            .map(str::trim)
+            .find(|gem| {
+                gem.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                    && !self.classes.contains_key(*gem)
+                    && !self.modules.contains_key(*gem)
+            })
+            .map(|gem| format!("{gem}::{rest}"))
+    }
+
     /// Where a class or module `full` is declared: (path, text).
     pub fn file_of(&self, full: &str) -> Option<(&String, &String)> {
         let (path, _) = self.classes.get(full).or_else(|| self.modules.get(full))?;
@@ -194,5 +244,24 @@ impl ClassIndex {
             let full = parts.join("::");
             (self.classes.contains_key(&full) || self.modules.contains_key(&full)).then_some(full)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::binding;
+
+    #[test]
+    fn an_initializer_binds_a_constant_to_a_gem_object() {
+        assert_eq!(
+            binding("ApplicationsTable = Airrecord.table(key, \"app\", \"tbl\")"),
+            Some(("ApplicationsTable".into(), "Airrecord".into()))
+        );
+        assert_eq!(
+            binding("STRIPE = Stripe::StripeClient.new(api_key)"),
+            Some(("STRIPE".into(), "Stripe::StripeClient".into()))
+        );
+        assert_eq!(binding("  Rails.application.config.x = 1"), None);
+        assert_eq!(binding("TIMEOUT = 30"), None);
     }
 }

@@ -98,7 +98,7 @@ impl Draft {
                     looped = true;
                 }
                 let value = weight * tenths;
-                match best.iter_mut().find(|(n, ..)| *n == needle) {
+                match best.iter_mut().find(|(_, _, w, ..)| *w == what) {
                     Some(known) if known.1 >= value => {}
                     Some(known) => *known = (needle, value, what, piece.at.clone(), p),
                     None => best.push((needle, value, what, piece.at.clone(), p)),
@@ -225,6 +225,9 @@ pub(super) fn transaction_sites(
             let expected = callbacks_of(index, model, save, &located);
             let is_alerted = alerted.contains(&model.class);
             for callback in callbacks_of(index, model, SaveKind::Any, &located) {
+                if !callback.may_run_for(&located) {
+                    continue;
+                }
                 if callback.inside {
                     let agrees = expected.contains(&callback);
                     walker.callback_site(&entry_label, model, &callback, agrees, is_alerted);

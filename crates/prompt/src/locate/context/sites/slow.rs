@@ -22,6 +22,9 @@ const SLOW: &[(&str, &str, u32)] = &[
     ("Aws::", "a cloud API call", 6),
     ("Twilio", "an SMS API call", 6),
     ("Octokit", "a GitHub API call", 6),
+    ("Airrecord", "an Airtable API call", 6),
+    ("Google::Apis", "a Google API call", 6),
+    ("mount_uploader", "a file upload", 4),
     ("Geocoder", "a geocoding lookup", 6),
     ("geocode", "a geocoding lookup", 6),
     ("webhook", "a webhook call", 4),
@@ -33,13 +36,13 @@ const SLOW: &[(&str, &str, u32)] = &[
     ("RubyLLM", "an LLM call", 6),
     ("deliver_now", "a mail delivery", 5),
     ("deliver_now!", "a mail delivery", 5),
-    ("deliver_later", "a mail delivery", 4),
+    ("deliver_later", "a mail delivery", 3),
     (".deliver", "a mail delivery", 5),
     (".deliver!", "a mail delivery", 5),
     ("*Mailer.", "a mail delivery", 3),
     ("*Notifier.", "a notification", 3),
-    ("perform_later", "a job enqueue", 4),
-    ("perform_async", "a job enqueue", 4),
+    ("perform_later", "a job enqueue", 3),
+    ("perform_async", "a job enqueue", 3),
     ("perform_in", "a job enqueue", 4),
     ("perform_at", "a job enqueue", 4),
     ("perform_now", "a job run inline", 5),
@@ -63,9 +66,9 @@ const SLOW: &[(&str, &str, u32)] = &[
     ("find_in_batches", "a batch over many rows", 4),
     ("in_batches", "a batch over many rows", 4),
     ("each_slice", "a batch over many rows", 4),
-    ("update_all", "a batch write", 3),
-    ("delete_all", "a batch write", 3),
-    ("destroy_all", "a batch write", 4),
+    ("update_all", "a batch write", 2),
+    ("delete_all", "a batch write", 2),
+    ("destroy_all", "a batch write", 2),
     ("insert_all", "a batch write", 3),
     ("upsert_all", "a batch write", 3),
     ("broadcast", "a broadcast", 3),
@@ -76,6 +79,10 @@ const SLOW: &[(&str, &str, u32)] = &[
     ("Redis", "a Redis call", 2),
     ("REDIS", "a Redis call", 2),
     ("render_to_string", "rendering", 3),
+    ("FileUtils", "file work", 3),
+    ("File.open", "file work", 3),
+    ("File.write", "file work", 3),
+    ("Digest::", "file work", 2),
     ("Prawn", "a PDF rendering", 4),
     ("CSV.generate", "a CSV export", 3),
     ("MiniMagick", "image processing", 4),
@@ -133,7 +140,7 @@ pub(super) fn slow_work(code: &str) -> Vec<(u32, &'static str, &'static str)> {
     found
 }
 
-pub(super) const LOOP_WEIGHT: u32 = 6;
+pub(super) const LOOP_WEIGHT: u32 = 3;
 
 const LOOPS: [&str; 9] = [
     ".each do",

@@ -16,6 +16,8 @@ use crate::locate::{
 };
 use std::collections::HashSet;
 
+mod clients;
+
 /// Calls followed from the entry (and from a callback).
 const MAX_DEPTH: usize = 4;
 /// Methods read per job, whatever the depth.
@@ -191,6 +193,7 @@ impl<'a> Walker<'a> {
             let skip = usize::from(first == 0 && lines[0].trim_start().starts_with("def "));
             let text_calls = lines[first + skip..=last].join("\n");
             self.saves_in(&frame, &text, inside);
+            self.client_classes(&frame, &text_calls, inside);
             for child in self.calls(&frame, &text_calls, inside) {
                 self.walk(child);
             }
@@ -211,7 +214,12 @@ impl<'a> Walker<'a> {
         if name.len() < 4 || KEYWORDS.contains(&name.as_str()) {
             return None;
         }
-        let (path, def_line, body, _) = self.own_method(frame, &name)?;
+        // Or another class's (`OrderLocker.lock_order_and_variants(o) do`).
+        let (path, def_line, body, _) = self.own_method(frame, &name).or_else(|| {
+            let (constant, method) = constant_calls(code).into_iter().next()?;
+            let class = self.index.resolve(&constant, &frame.namespace())?;
+            self.class_method(&class, &method, true)
+        })?;
         let opened = body.lines().skip(1).find_map(opener)?;
         body.contains("yield")
             .then(|| (opened, Some(format!("`{name}` ({path} line {def_line})"))))
@@ -252,7 +260,8 @@ impl<'a> Walker<'a> {
                 line: frame.start + at,
                 ..frame.piece(block, 0)
             }],
-            prior: if frame.depth == 0 { 4 } else { 3 },
+            // An opener on the route from the entry is seen, not guessed.
+            prior: if frame.depth == 0 { 6 } else { 5 },
             is_callback: false,
         });
         self.drafts.len() - 1
@@ -312,6 +321,10 @@ impl<'a> Walker<'a> {
             let bang = format!("{event}!");
             self.reached.iter().any(|code| code.contains(&bang))
         });
+        // A hook of a state machine runs only when one of its events fires:
+        // a job that never calls `order.next` (or `next!`, `cancel`...)
+        // runs no `after_transition`, however often it saves the order.
+        let unfired = callback.context.is_some() && !fired && !self.fires_an_event(callback);
         route.push(callback.label.clone());
         let label = callback.label.clone();
         self.drafts.push(Draft {
@@ -333,11 +346,14 @@ impl<'a> Walker<'a> {
                 path: callback.path.clone(),
                 line: callback.line,
             }],
-            prior: 2
-                + u32::from(saved)
-                + u32::from(agrees)
-                + 2 * u32::from(fired)
-                + 2 * u32::from(alerted),
+            prior: if unfired {
+                1
+            } else {
+                2 + u32::from(saved)
+                    + u32::from(agrees)
+                    + 2 * u32::from(fired)
+                    + 2 * u32::from(alerted)
+            },
             is_callback: true,
         });
         let site = self.drafts.len() - 1;
@@ -402,7 +418,8 @@ impl<'a> Walker<'a> {
                 continue;
             }
             for callback in callbacks_of(self.index, model, SaveKind::Any, text) {
-                if callback.inside && self.drafts[s].pieces.len() < 40 {
+                if callback.inside && callback.may_run_for(text) && self.drafts[s].pieces.len() < 40
+                {
                     let (path, line) = callback
                         .method
                         .as_ref()
@@ -411,7 +428,7 @@ impl<'a> Walker<'a> {
                         });
                     self.drafts[s].pieces.push(Piece {
                         text: callback.body().to_owned(),
-                        dist: d,
+                        dist: d + 1,
                         at: format!(
                             "`{}` ({} line {})",
                             callback.label, callback.path, callback.line
