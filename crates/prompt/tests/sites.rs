@@ -314,3 +314,33 @@ fn a_lock_helper_of_another_class_around_a_client_bound_in_an_initializer_is_a_s
     );
     assert_eq!(top_pattern(&prompt), "external-http-call-in-transaction");
 }
+
+#[test]
+fn a_statesman_after_transition_runs_inside_the_transition_and_is_a_site() {
+    let app = App::new(
+        "statesman",
+        &[
+            (
+                "app/jobs/confirm_order_job.rb",
+                "class ConfirmOrderJob < ApplicationJob\n  def perform(order)\n    order.state_machine.transition_to!(:confirmed)\n  end\nend\n",
+            ),
+            (
+                "app/state_machines/order_state_machine.rb",
+                "class OrderStateMachine\n  include Statesman::Machine\n\n  state :pending, initial: true\n  state :confirmed\n  transition from: :pending, to: [:confirmed]\n\n  after_transition(to: :confirmed) do |order|\n    OrderMailer.confirmed(order).deliver_now\n  end\n\n  after_transition(to: :confirmed, after_commit: true) do |order|\n    Net::HTTP.post(URI(\"https://crm.example/orders\"), order.id.to_s)\n  end\nend\n",
+            ),
+            ("app/models/order.rb", "class Order < ApplicationRecord\nend\n"),
+        ],
+    );
+    let prompt = app.prompt("ConfirmOrderJob", &["order_transitions"]);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/state_machines/order_state_machine.rb` line 8",
+        "{prompt}"
+    );
+    let section = sites(&prompt);
+    assert!(
+        !section.contains("line 12"),
+        "an after_commit: true hook runs after the commit: {section}"
+    );
+    assert_eq!(top_pattern(&prompt), "side-effects-after-commit");
+}

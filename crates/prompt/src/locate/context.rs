@@ -11,6 +11,7 @@ mod callbacks;
 mod class_index;
 mod models;
 mod sites;
+mod statesman;
 pub(in crate::locate) use class_index::is_model_path;
 use class_index::ClassIndex;
 #[cfg(test)]

@@ -238,6 +238,17 @@ pub(super) fn transaction_sites(
             }
         }
     }
+    // Statesman's transition hooks, when the job moves a machine.
+    for hook in super::statesman::hooks(index, &located) {
+        let machine = ModelRef {
+            table: String::new(),
+            class: hook.class.clone(),
+            path: hook.callback.path.clone(),
+            line: 1,
+            explicit_table_name: false,
+        };
+        walker.callback_site(&entry_label, &machine, &hook.callback, hook.agrees, false);
+    }
     let mut sites: Vec<Site> = walker
         .drafts
         .into_iter()
