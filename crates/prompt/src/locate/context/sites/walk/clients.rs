@@ -65,7 +65,12 @@ impl Walker<'_> {
                     current = parent.clone();
                     continue;
                 }
-                let Some((path, _)) = self.index.file_of(&class) else {
+                // Rails' own bases (`ActiveRecord::Base`, `ActionMailer::Base`)
+                // are how the app is built, not a client it calls.
+                let framework = ["Active", "Action", "Rails::"]
+                    .iter()
+                    .any(|prefix| parent.trim_start_matches("::").starts_with(prefix));
+                let Some((path, _)) = self.index.file_of(&class).filter(|_| !framework) else {
                     break;
                 };
                 self.drafts[s].pieces.push(Piece {
