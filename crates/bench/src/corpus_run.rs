@@ -1,6 +1,6 @@
 //! What the corpus benches (`locate-bench`, `realfix-bench`) share: their
-//! command line, the corpus files of a folder, and where each
-//! application's checkout is.
+//! command line, the corpus files of a folder, where each application's
+//! checkout is, and how a miss shows its transaction sites.
 
 use anyhow::Context;
 use serde::de::DeserializeOwned;
@@ -73,5 +73,15 @@ impl CorpusRun {
             self.corpus.display()
         );
         None
+    }
+}
+
+/// A job's transaction sites as a miss shows them: score, place, route, why.
+pub fn print_sites(sites: &[longtx_prompt::locate::Site]) {
+    for site in sites {
+        println!(
+            "    {} {}:{} {}\n      {}",
+            site.score, site.path, site.line, site.route, site.why
+        );
     }
 }

@@ -217,12 +217,8 @@ fn main() -> anyhow::Result<()> {
                         .map(|c| format!("{}:{:?}", c.path, c.line))
                         .collect::<Vec<_>>()
                 );
-                for site in code.sites.iter().take(3) {
-                    println!(
-                        "    site {} {}:{} {}\n      {}",
-                        site.score, site.path, site.line, site.route, site.why
-                    );
-                }
+                let shown = code.sites.len().min(longtx_prompt::locate::MAX_SITES);
+                corpus_run::print_sites(&code.sites[..shown]);
             }
         }
         tally.print(&corpus.repository);

@@ -135,12 +135,7 @@ fn measure(
             .collect()
     };
     if std::env::var("REALFIX_SHOW").is_ok_and(|v| fix.fix_commit.starts_with(&v)) {
-        for site in &code.sites {
-            println!(
-                "    {} {}:{} {}\n      {}",
-                site.score, site.path, site.line, site.route, site.why
-            );
-        }
+        corpus_run::print_sites(&code.sites);
         let ranked = longtx_prompt::rank_patterns(&facts, &found, &code, catalogue);
         for r in ranked.iter().take(3) {
             println!(

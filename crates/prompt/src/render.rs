@@ -361,32 +361,25 @@ fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evi
         alert: format!("{} {}", job.query_source, job.tables.join(" ")),
         ..Evidence::default()
     };
-    if let Some(site) = code.sites.first() {
-        evidence.inside = site
-            .inside
+    // A site's code at most one call from its boundary, or deeper.
+    let at = |site: &crate::locate::Site, near: bool| -> Vec<String> {
+        site.inside
             .iter()
-            .filter(|(_, d)| *d <= 1)
+            .filter(|(_, d)| (*d <= 1) == near)
             .map(|(t, _)| t.clone())
-            .collect();
+            .collect()
+    };
+    if let Some(site) = code.sites.first() {
+        evidence.inside = at(site, true);
         // Deeper inside the transaction: weak evidence, as a file's rest.
-        evidence.files.extend(
-            site.inside
-                .iter()
-                .filter(|(_, d)| *d > 1)
-                .map(|(t, _)| t.clone()),
-        );
+        evidence.files.extend(at(site, false));
         if site.loop_of_writes {
             evidence.shapes.push("loop-of-writes".to_owned());
         }
     }
     // The runner-up sites: as likely as the located method's own calls.
     for site in code.sites.iter().skip(1) {
-        evidence.excerpts.extend(
-            site.inside
-                .iter()
-                .filter(|(_, d)| *d <= 1)
-                .map(|(t, _)| t.clone()),
-        );
+        evidence.excerpts.extend(at(site, true));
     }
     evidence
 }

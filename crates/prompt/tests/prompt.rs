@@ -5,10 +5,17 @@ use longtx_catalog::Catalogue;
 use longtx_prompt::{locate, JobFacts, PromptRenderer, DEFAULT_BUDGET_BYTES};
 use std::path::{Path, PathBuf};
 
-/// Removes a tree built for a test when the test ends, passed or failed.
-struct Gone(PathBuf);
+/// A tree built for a test, removed when the test ends, passed or failed.
+struct Tree(PathBuf);
 
-impl Drop for Gone {
+impl std::ops::Deref for Tree {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for Tree {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
@@ -28,7 +35,7 @@ fn shipped_catalogue() -> Catalogue {
 
 /// A tiny Rails app: a namespaced controller, workers in two places, a job
 /// with a custom inflection, and nested rake namespaces.
-fn rails_tree(name: &str) -> PathBuf {
+fn rails_tree(name: &str) -> Tree {
     let root =
         std::env::temp_dir().join(format!("longtx-tmp-rails-{name}-{}-0", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
@@ -59,7 +66,7 @@ fn rails_tree(name: &str) -> PathBuf {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }
-    root
+    Tree(root)
 }
 
 /// Writes `files` into `root` (a Rails application made in the test) and
@@ -97,7 +104,6 @@ fn facts(source: &str) -> JobFacts {
 #[test]
 fn sources_datadog_flattened_are_found_by_their_readings() {
     let repo = rails_tree("flattened");
-    let _gone = Gone(repo.clone());
     let w = locate(&repo, "billing::invoicesyncworker");
     assert_eq!(w.len(), 1, "{w:?}");
     assert_eq!(w[0].path, "app/workers/billing/invoice_sync_worker.rb");
@@ -144,7 +150,6 @@ fn sources_datadog_flattened_are_found_by_their_readings() {
 #[test]
 fn a_source_can_never_name_a_file_outside_the_checkout() {
     let repo = rails_tree("outside");
-    let _gone = Gone(repo.clone());
     let outside = repo
         .parent()
         .unwrap()
@@ -181,7 +186,6 @@ fn a_source_can_never_name_a_file_outside_the_checkout() {
 #[test]
 fn controllers_workers_jobs_and_rake_tasks_are_found_with_reasons() {
     let repo = rails_tree("locate");
-    let _gone = Gone(repo.clone());
     let c = locate(&repo, "admin/users#update");
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].path, "app/controllers/admin/users_controller.rb");
@@ -217,7 +221,6 @@ fn controllers_workers_jobs_and_rake_tasks_are_found_with_reasons() {
 #[test]
 fn the_prompt_names_the_code_and_ranks_the_fitting_pattern_first() {
     let repo = rails_tree("render");
-    let _gone = Gone(repo.clone());
     let catalogue = shipped_catalogue();
     let renderer = PromptRenderer::new(&shipped_template(), DEFAULT_BUDGET_BYTES).unwrap();
     let candidates = locate(&repo, "admin/users#update");
@@ -296,7 +299,6 @@ fn hostile_values_are_data_not_template_code() {
 #[test]
 fn the_budget_is_kept_and_the_truncation_said() {
     let repo = rails_tree("budget");
-    let _gone = Gone(repo.clone());
     let huge = format!(
         "class HugeWorker\n  def perform\n{}  end\nend\n",
         "    Net::HTTP.get(URI(url)) # filler line to make the method long\n".repeat(110)
@@ -338,7 +340,6 @@ fn a_broken_template_is_an_error_not_a_panic() {
 #[test]
 fn a_previous_rejection_is_in_the_next_prompt_and_absent_otherwise() {
     let repo = rails_tree("rejection");
-    let _gone = Gone(repo.clone());
     let catalogue = shipped_catalogue();
     let renderer = PromptRenderer::new(&shipped_template(), DEFAULT_BUDGET_BYTES).unwrap();
     let candidates = locate(&repo, "admin/users#update");
@@ -363,7 +364,7 @@ fn a_previous_rejection_is_in_the_next_prompt_and_absent_otherwise() {
 /// A Rails app as they really are: actions in parents and concerns,
 /// un-namespaced controller tags, jobs outside the usual folders, compact
 /// class names, one-line and endless methods.
-fn real_world_tree(name: &str) -> PathBuf {
+fn real_world_tree(name: &str) -> Tree {
     let root = std::env::temp_dir().join(format!(
         "longtx-tmp-rails-real-{name}-{}-0",
         std::process::id()
@@ -385,13 +386,12 @@ fn real_world_tree(name: &str) -> PathBuf {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }
-    root
+    Tree(root)
 }
 
 #[test]
 fn actions_in_parents_and_concerns_are_found_where_they_are_defined() {
     let repo = real_world_tree("inherited");
-    let _gone = Gone(repo.clone());
     let parent = locate(&repo, "api/v1/rubygems#destroy");
     assert_eq!(
         parent[0].path, "app/controllers/api/base_controller.rb",
@@ -426,7 +426,6 @@ fn actions_in_parents_and_concerns_are_found_where_they_are_defined() {
 #[test]
 fn an_un_namespaced_controller_tag_finds_the_namespaced_controller_that_defines_the_action() {
     let repo = real_world_tree("unnamespaced");
-    let _gone = Gone(repo.clone());
     let found = locate(&repo, "rubygems#create");
     assert_eq!(
         found[0].path, "app/controllers/api/v1/rubygems_controller.rb",
@@ -448,7 +447,6 @@ fn an_un_namespaced_controller_tag_finds_the_namespaced_controller_that_defines_
 #[test]
 fn an_action_that_rails_bases_cannot_provide_is_not_found_at_all() {
     let repo = real_world_tree("missing-action");
-    let _gone = Gone(repo.clone());
     // The file exists, but neither it, its concerns nor its parents up to
     // ActionController::Base define `purge`: naming the file would be a
     // wrong answer, not a partial one.
@@ -465,7 +463,6 @@ fn an_action_that_rails_bases_cannot_provide_is_not_found_at_all() {
 #[test]
 fn classes_are_found_anywhere_by_their_namespace_and_one_line_methods_end_on_their_line() {
     let repo = real_world_tree("classes");
-    let _gone = Gone(repo.clone());
     let worker = locate(&repo, "Billing::SyncWorker");
     assert_eq!(worker.len(), 1, "not Crm::SyncWorker: {worker:?}");
     assert_eq!(worker[0].path, "app/commands/billing/sync_worker.rb");
@@ -484,7 +481,6 @@ fn classes_are_found_anywhere_by_their_namespace_and_one_line_methods_end_on_the
 #[test]
 fn only_matching_patterns_are_printed_in_full_under_the_prompt_s_own_headings() {
     let repo = rails_tree("full-patterns");
-    let _gone = Gone(repo.clone());
     let catalogue = shipped_catalogue();
     let renderer = PromptRenderer::new(&shipped_template(), DEFAULT_BUDGET_BYTES).unwrap();
     let fitting = renderer
@@ -521,7 +517,7 @@ fn only_matching_patterns_are_printed_in_full_under_the_prompt_s_own_headings() 
 fn rake_tasks_in_every_form_and_past_a_heredoc() {
     let root = std::env::temp_dir().join(format!("longtx-tmp-rake-forms-{}-0", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    let _gone = Gone(root.clone());
+    let root = Tree(root);
     std::fs::create_dir_all(root.join("lib/tasks")).unwrap();
     std::fs::write(
         root.join("lib/tasks/maintenance.rake"),
@@ -548,7 +544,7 @@ fn the_prompt_names_the_tables_models_and_the_calls_one_level_deep() {
     let root =
         std::env::temp_dir().join(format!("longtx-tmp-rails-context-{}-0", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    let _gone = Gone(root.clone());
+    let root = Tree(root);
     let files = [
         (
             "app/controllers/orders_controller.rb",
@@ -595,8 +591,6 @@ fn the_prompt_names_the_tables_models_and_the_calls_one_level_deep() {
         !around.contains("Rails.logger"),
         "only calls into the repository"
     );
-    let _ = std::fs::remove_dir_all(&root);
-    let _gone = Gone(root.clone());
 }
 
 /// `@org.update(params)` shows no transaction, but Active Record runs the
@@ -610,7 +604,7 @@ fn callbacks_and_validations_of_the_alerted_model_are_named_and_ranked() {
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&root);
-    let _gone = Gone(root.clone());
+    let root = Tree(root);
     let files = [
         (
             "app/controllers/orgs_controller.rb",
@@ -657,8 +651,6 @@ fn callbacks_and_validations_of_the_alerted_model_are_named_and_ranked() {
             .is_some_and(|at| fit[..at].matches("Pattern `").count() == 0),
         "the HTTP pattern comes first:\n{fit}"
     );
-    let _ = std::fs::remove_dir_all(&root);
-    let _gone = Gone(root.clone());
 }
 
 #[test]
@@ -689,7 +681,7 @@ fn around_it(name: &str, files: &[(&str, &str)], source: &str, tables: &[&str]) 
     let root =
         std::env::temp_dir().join(format!("longtx-tmp-rails-{name}-{}-0", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    let _gone = Gone(root.clone());
+    let root = Tree(root);
     let sources = app_sources(&root, files);
     let mut job = facts(source);
     job.tables = tables.iter().map(|t| t.to_string()).collect();

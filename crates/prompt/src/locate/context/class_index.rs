@@ -157,6 +157,25 @@ impl ClassIndex {
         self.texts.insert(path, text);
     }
 
+    /// The first ancestor of `class` the index does not declare: a gem's
+    /// base (`Airrecord::Table`), not Rails' own (`ActiveRecord::Base`,
+    /// `ActionMailer::Base`), which is how the app is built rather than a
+    /// client it calls.
+    pub fn gem_ancestor(&self, class: &str) -> Option<&String> {
+        let mut current = class;
+        for _ in 0..4 {
+            let parent = self.parents.get(current)?;
+            if !self.classes.contains_key(parent) {
+                let framework = ["Active", "Action", "Rails::"]
+                    .iter()
+                    .any(|prefix| parent.trim_start_matches("::").starts_with(prefix));
+                return (!framework).then_some(parent);
+            }
+            current = parent;
+        }
+        None
+    }
+
     /// The classes that inherit from `class`, directly or further down
     /// (single-table inheritance keeps them in the parent's table).
     pub fn descendants(&self, class: &str) -> Vec<String> {

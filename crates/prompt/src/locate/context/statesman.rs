@@ -9,7 +9,7 @@
 
 use super::callbacks::Callback;
 use super::ClassIndex;
-use crate::locate::block_from;
+use crate::locate::{block_from, declared_classes};
 
 /// A hook and whether the state it waits for is named in the code reached
 /// (`transition_to(id, :confirmed)` for `after_transition(to: :confirmed)`).
@@ -33,11 +33,7 @@ pub(super) fn hooks(index: &ClassIndex, reached: &str) -> Vec<Hook> {
     let mut found = Vec::new();
     for path in paths {
         let text = &index.texts[path];
-        let Some(class) = text
-            .lines()
-            .find_map(|l| l.trim_start().strip_prefix("class "))
-            .and_then(|rest| rest.split_whitespace().next())
-        else {
+        let Some((_, class)) = declared_classes(text).into_iter().next() else {
             continue;
         };
         for (i, line) in text.lines().enumerate() {
@@ -55,7 +51,7 @@ pub(super) fn hooks(index: &ClassIndex, reached: &str) -> Vec<Hook> {
             let head = code.split(" do").next().unwrap_or(code);
             let agrees = state_of(code).is_some_and(|state| reached.contains(&format!(":{state}")));
             found.push(Hook {
-                class: class.to_owned(),
+                class: class.clone(),
                 callback: Callback {
                     label: format!("{class} {head} do … end"),
                     path: path.clone(),

@@ -5,11 +5,15 @@
 use super::{Frame, Piece, Walker};
 use crate::locate::context::callbacks::Callback;
 use crate::locate::context::constant_calls;
+use crate::locate::context::sites::slow::occurrences;
 
 impl Walker<'_> {
-    /// A class of the application built on a gem's class (`class
-    /// ApplicationsTable < Airrecord::Table`): calling it is calling that
-    /// gem, so its declaration counts as code run where the call is.
+    /// A gem's client the application reaches through its own names, which
+    /// counts as code run where the call is (like a `Faraday.post`): a class
+    /// built on the gem's class (`class ApplicationsTable < Airrecord::Table`),
+    /// a constant an initializer binds to the gem (`ApplicationsTable =
+    /// Airrecord.table(...)`), or a constant found through a module that
+    /// includes the gem (`StripeService::Issuing::Card`).
     pub(super) fn client_classes(
         &mut self,
         frame: &Frame,
@@ -19,70 +23,60 @@ impl Walker<'_> {
         let Some((s, calls_at)) = inside else {
             return;
         };
-        // As near as the code that makes the call, like a `Faraday.post`.
-        let d = calls_at.saturating_sub(1);
+        let dist = calls_at.saturating_sub(1);
         let namespace = frame.namespace();
         let mut seen: Vec<String> = Vec::new();
         for (constant, _) in constant_calls(text) {
-            if let Some(target) = self.index.bound.get(&constant) {
-                if !seen.contains(&constant) {
-                    seen.push(constant.clone());
-                    self.drafts[s].pieces.push(Piece {
-                        text: format!("{constant} = {target}"),
-                        dist: d,
-                        at: format!("`{constant}`, bound to `{target}` in config/initializers"),
-                        path: frame.path.clone(),
-                        line: frame.start,
-                    });
-                }
-                continue;
-            }
-            let Some(class) = self.index.resolve(&constant, &namespace) else {
-                if let Some(gem) = self.index.through_included_gem(&constant) {
-                    if !seen.contains(&gem) {
-                        seen.push(gem.clone());
-                        self.drafts[s].pieces.push(Piece {
-                            text: gem.clone(),
-                            dist: d,
-                            at: format!("`{constant}`, that is `{gem}`"),
-                            path: frame.path.clone(),
-                            line: frame.start,
-                        });
-                    }
-                }
+            let Some((text, at, path, line)) = self.client_of(frame, &constant, &namespace) else {
                 continue;
             };
-            if seen.contains(&class) {
+            if seen.contains(&text) {
                 continue;
             }
-            seen.push(class.clone());
-            let mut current = class.clone();
-            for _ in 0..4 {
-                let Some(parent) = self.index.parents.get(&current) else {
-                    break;
-                };
-                if self.index.classes.contains_key(parent) {
-                    current = parent.clone();
-                    continue;
-                }
-                // Rails' own bases (`ActiveRecord::Base`, `ActionMailer::Base`)
-                // are how the app is built, not a client it calls.
-                let framework = ["Active", "Action", "Rails::"]
-                    .iter()
-                    .any(|prefix| parent.trim_start_matches("::").starts_with(prefix));
-                let Some((path, _)) = self.index.file_of(&class).filter(|_| !framework) else {
-                    break;
-                };
-                self.drafts[s].pieces.push(Piece {
-                    text: format!("class {class} < {parent}"),
-                    dist: d,
-                    at: format!("`{class}`, built on `{parent}` ({path})"),
-                    path: path.clone(),
-                    line: 1,
-                });
-                break;
-            }
+            seen.push(text.clone());
+            self.drafts[s].pieces.push(Piece {
+                text,
+                dist,
+                at,
+                path,
+                line,
+            });
         }
+    }
+
+    /// (the gem's code as it reads, where it is named, the file and line to
+    /// point at) for one constant the code calls, when it is a gem's client.
+    fn client_of(
+        &self,
+        frame: &Frame,
+        constant: &str,
+        namespace: &[String],
+    ) -> Option<(String, String, String, usize)> {
+        if let Some(target) = self.index.bound.get(constant) {
+            return Some((
+                format!("{constant} = {target}"),
+                format!("`{constant}`, bound to `{target}` in config/initializers"),
+                frame.path.clone(),
+                frame.start,
+            ));
+        }
+        let Some(class) = self.index.resolve(constant, namespace) else {
+            let gem = self.index.through_included_gem(constant)?;
+            return Some((
+                gem.clone(),
+                format!("`{constant}`, that is `{gem}`"),
+                frame.path.clone(),
+                frame.start,
+            ));
+        };
+        let parent = self.index.gem_ancestor(&class)?;
+        let (path, _) = self.index.file_of(&class)?;
+        Some((
+            format!("class {class} < {parent}"),
+            format!("`{class}`, built on `{parent}` ({path})"),
+            path.clone(),
+            1,
+        ))
     }
 
     /// Whether the code reached calls an event declared in the callback's
@@ -95,8 +89,8 @@ impl Walker<'_> {
             .filter_map(|l| l.trim().strip_prefix("event :"))
             .map(crate::locate::context::word_at)
             .filter(|e| !e.is_empty())
+            .map(|e| format!(".{e}"))
             .collect();
-        let is_word = |c: char| c.is_alphanumeric() || c == '_';
         self.reached.iter().any(|code| {
             // An event named at run time (`@order.public_send(params[:e])`)
             // may be any of them.
@@ -104,13 +98,7 @@ impl Walker<'_> {
                 || code.contains("fire_events")
                 || code.contains("public_send(")
                 || code.contains(".send(")
-                || events.iter().any(|event| {
-                    code.match_indices(event.as_str()).any(|(at, _)| {
-                        let before = code[..at].chars().next_back();
-                        let after = code[at + event.len()..].chars().next();
-                        before == Some('.') && !after.is_some_and(is_word)
-                    })
-                })
+                || events.iter().any(|call| occurrences(code, call) > 0)
         })
     }
 }
