@@ -34,7 +34,7 @@ pub struct FrontMatter {
 
 /// The shapes longtx recognises in the code inside a transaction:
 /// `loop-of-writes` is a loop that writes rows or enqueues work.
-pub const KNOWN_SHAPES: [&str; 1] = ["loop-of-writes"];
+pub const KNOWN_SHAPES: [&str; 4] = ["loop-of-writes", "network-call", "llm-call", "side-effect"];
 
 fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]

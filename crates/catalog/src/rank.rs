@@ -32,6 +32,11 @@ const INSIDE_WEIGHT: u32 = 5;
 const EXCERPT_WEIGHT: u32 = 3;
 /// A recognised shape weighs as much as a unique signal inside.
 const SHAPE_SCORE: u32 = INSIDE_WEIGHT * UNIQUE_SIGNAL;
+/// A call to another service inside the transaction weighs twice: that
+/// service's latency, with no bound of the database's own, sets the
+/// transaction's length, so it is the fix to make first when a mail or a
+/// batch sits beside it.
+const GRAVE_SHAPES: [&str; 2] = ["network-call", "llm-call"];
 const ALERT_WEIGHT: u32 = 2;
 const FILE_WEIGHT: u32 = 1;
 /// Ten `Net::HTTP` calls are not ten times the evidence of one.
@@ -135,7 +140,11 @@ pub fn rank(patterns: &[Pattern], evidence: &Evidence) -> Vec<Ranked> {
             for shape in &patterns[index].front.shapes {
                 if evidence.shapes.contains(shape) {
                     matched.push(format!("shape: {shape}"));
-                    score += SHAPE_SCORE;
+                    score += if GRAVE_SHAPES.contains(&shape.as_str()) {
+                        2 * SHAPE_SCORE
+                    } else {
+                        SHAPE_SCORE
+                    };
                 }
             }
             Ranked {
@@ -256,5 +265,28 @@ mod tests {
         assert_eq!(ranked[0].matched, ["shape: loop-of-writes"]);
         assert_eq!(ranked[0].score, SHAPE_SCORE);
         assert_eq!(ranked[1].score, EXCERPT_WEIGHT * UNIQUE_SIGNAL);
+    }
+
+    #[test]
+    fn a_network_call_inside_outweighs_a_mail_beside_it() {
+        let mut http = pattern("http", "[Faraday]");
+        http.front.shapes = vec!["network-call".into()];
+        let mut mail = pattern("mail", "[deliver_later]");
+        mail.front.shapes = vec!["side-effect".into()];
+        let patterns = vec![mail, http];
+        // Both inside the held transaction, the mail nearer its boundary.
+        let evidence = Evidence {
+            inside: vec!["OrderMailer.placed(order).deliver_later".into()],
+            excerpts: vec!["Faraday.post(url, body)".into()],
+            shapes: vec!["side-effect".into(), "network-call".into()],
+            ..Evidence::default()
+        };
+        let ranked = rank(&patterns, &evidence);
+        assert_eq!(ranked[0].index, 1, "{ranked:?}");
+        assert_eq!(
+            ranked[0].score,
+            EXCERPT_WEIGHT * UNIQUE_SIGNAL + 2 * SHAPE_SCORE
+        );
+        assert_eq!(ranked[1].score, INSIDE_WEIGHT * UNIQUE_SIGNAL + SHAPE_SCORE);
     }
 }

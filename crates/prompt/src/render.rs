@@ -371,11 +371,11 @@ fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evi
     };
     if let Some(site) = code.sites.first() {
         evidence.inside = at(site, true);
-        // Deeper inside the transaction: weak evidence, as a file's rest.
-        evidence.files.extend(at(site, false));
-        if site.loop_of_writes {
-            evidence.shapes.push("loop-of-writes".to_owned());
-        }
+        // Deeper inside the transaction: still run while it is held, so as
+        // likely as the located method's own calls (an HTTP request three
+        // calls down a lock helper holds the lock all the same).
+        evidence.excerpts.extend(at(site, false));
+        evidence.shapes.clone_from(&site.shapes);
     }
     // The runner-up sites: as likely as the located method's own calls.
     for site in code.sites.iter().skip(1) {

@@ -344,3 +344,76 @@ fn a_statesman_after_transition_runs_inside_the_transition_and_is_a_site() {
     );
     assert_eq!(top_pattern(&prompt), "side-effects-after-commit");
 }
+
+#[test]
+fn a_save_on_an_unknown_receiver_is_the_models_not_a_plain_class_of_that_name() {
+    let app = App::new(
+        "record-method",
+        &[
+            (
+                "app/controllers/publishers_controller.rb",
+                "class PublishersController < ApplicationController\n  def create\n    record = current_user.publishers.new(publisher_params)\n    if record.save\n      redirect_to record\n    end\n  end\nend\n",
+            ),
+            (
+                "app/services/pusher.rb",
+                "class Pusher\n  def save\n    Version.transaction do\n      Faraday.post(\"https://index.example/push\", body)\n      versions.each { |v| v.update!(indexed: true) }\n    end\n  end\nend\n",
+            ),
+            (
+                "app/models/publisher.rb",
+                "class Publisher < ApplicationRecord\n  before_validation :find_owner_id\n\n  def find_owner_id\n    self.owner_id = Octokit::Client.new.user(owner_name).id\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("publishers#create", &["publishers"]);
+    let section = sites(&prompt);
+    assert!(
+        !section.contains("Pusher"),
+        "`record.save` is Active Record's save, not Pusher#save: {section}"
+    );
+    assert_eq!(
+        first_site(&prompt),
+        "`app/models/publisher.rb` line 2",
+        "{prompt}"
+    );
+    assert_eq!(top_pattern(&prompt), "external-http-call-in-transaction");
+}
+
+#[test]
+fn an_http_call_deep_under_a_lock_outranks_hooks_the_job_never_fires() {
+    let app = App::new(
+        "deep-lock",
+        &[
+            (
+                "app/jobs/backorder_job.rb",
+                "class BackorderJob < ApplicationJob\n  def perform(order)\n    OrderLocker.lock_order(order) do\n      place_backorder(order)\n    end\n  end\n\n  def place_backorder(order)\n    orderer = RemoteOrderer.new(order.supplier)\n    orderer.send_order(order.line_items)\n  end\nend\n",
+            ),
+            (
+                "app/services/order_locker.rb",
+                "class OrderLocker\n  def self.lock_order(order)\n    order.with_lock do\n      yield\n    end\n  end\nend\n",
+            ),
+            (
+                "app/services/remote_orderer.rb",
+                "class RemoteOrderer\n  def initialize(supplier)\n    @supplier = supplier\n  end\n\n  def send_order(items)\n    RemoteRequest.new(@supplier).submit(items.to_json)\n  end\nend\n",
+            ),
+            (
+                "app/services/remote_request.rb",
+                "class RemoteRequest\n  def initialize(supplier)\n    @supplier = supplier\n  end\n\n  def submit(body)\n    Faraday.new(url: @supplier.api_url).post(\"/orders\", body)\n  end\nend\n",
+            ),
+            (
+                "app/models/order.rb",
+                "class Order < ApplicationRecord\n  state_machine :state, initial: :cart do\n    after_transition to: :complete, do: :finalize!\n\n    event :complete do\n      transition cart: :complete\n    end\n  end\n\n  def finalize!\n    line_items.each { |item| item.update!(price: item.variant.price) }\n    adjustments.update_all(state: \"closed\")\n    OrderMailer.confirm(self).deliver_later\n    OrderMailer.notify_shop(self).deliver_later\n    save!\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("BackorderJob", &["orders"]);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/jobs/backorder_job.rb` line 3",
+        "the job never completes an order: {prompt}"
+    );
+    assert!(
+        sites(&prompt).contains("an HTTP call (`Faraday` in `RemoteRequest#submit`"),
+        "{prompt}"
+    );
+    assert_eq!(top_pattern(&prompt), "external-http-call-in-transaction");
+}

@@ -42,9 +42,10 @@ pub struct Site {
     /// calls from the boundary: the evidence the patterns are chosen by.
     #[serde(skip)]
     pub inside: Vec<(String, u32)>,
-    /// A loop writes rows or enqueues work inside the transaction.
+    /// What the work inside looks like, slowest first, as the catalogue's
+    /// `shapes` name it: `network-call`, `side-effect`, `loop-of-writes`...
     #[serde(skip)]
-    pub loop_of_writes: bool,
+    pub shapes: Vec<String>,
 }
 
 /// Code that runs inside a site's transaction.
@@ -78,6 +79,10 @@ pub(super) struct Draft {
     /// How likely this kind of site holds the work before looking inside.
     pub prior: u32,
     pub is_callback: bool,
+    /// A hook of a state machine whose events the job never seems to fire:
+    /// its work counts half (an event named at run time may still fire it,
+    /// so it is not dropped).
+    pub unfired: bool,
 }
 
 /// Tenths by distance: the boundary's own code counts whole, a method it
@@ -85,9 +90,9 @@ pub(super) struct Draft {
 const DISTANCE_TENTHS: [u32; 5] = [10, 7, 5, 3, 2];
 
 impl Draft {
-    /// (score, what was found inside, loop of writes, the piece holding
-    /// the slowest work).
-    fn weigh(&self) -> (u32, Vec<String>, bool, Option<usize>) {
+    /// (score, what was found inside, its shapes, the piece holding the
+    /// slowest work).
+    fn weigh(&self) -> (u32, Vec<String>, Vec<String>, Option<usize>) {
         // Each kind of slow work counts once, where it weighs most.
         let mut best: Vec<(&'static str, u32, &'static str, String, usize)> = Vec::new();
         let mut looped = false;
@@ -106,18 +111,30 @@ impl Draft {
             }
         }
         best.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        let slow: u32 = best.iter().map(|b| b.1).sum();
+        let mut slow: u32 = best.iter().map(|b| b.1).sum();
+        if self.unfired {
+            slow /= 2;
+        }
         let found = best
             .iter()
             .take(3)
             .map(|(needle, _, what, at, _)| format!("{what} (`{needle}` in {at})"))
             .collect();
         let slowest = best.first().map(|b| b.4);
-        (slow + self.prior * 10, found, looped, slowest)
+        let mut shapes: Vec<String> = Vec::new();
+        for shape in best.iter().filter_map(|b| slow::shape_of(b.2, b.0)) {
+            if !shapes.iter().any(|s| s == shape) {
+                shapes.push(shape.to_owned());
+            }
+        }
+        if looped {
+            shapes.push("loop-of-writes".to_owned());
+        }
+        (slow + self.prior * 10, found, shapes, slowest)
     }
 
     fn into_site(self) -> Option<Site> {
-        let (score, found, looped, slowest) = self.weigh();
+        let (score, found, shapes, slowest) = self.weigh();
         if self.is_callback && score <= self.prior * 10 {
             // A callback with nothing slow in it is listed, not a site.
             return None;
@@ -179,7 +196,7 @@ impl Draft {
             score,
             covers,
             inside: self.pieces.into_iter().map(|p| (p.text, p.dist)).collect(),
-            loop_of_writes: looped,
+            shapes,
         })
     }
 }
@@ -233,7 +250,7 @@ pub(super) fn transaction_sites(
                     walker.callback_site(&entry_label, model, &callback, agrees, is_alerted);
                 } else {
                     // After the commit, but it may open a transaction of its own.
-                    walker.after_commit(&entry_label, &callback);
+                    walker.after_commit(&entry_label, model, &callback);
                 }
             }
         }

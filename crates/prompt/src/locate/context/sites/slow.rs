@@ -89,6 +89,49 @@ const SLOW: &[(&str, &str, u32)] = &[
     ("ImageProcessing", "image processing", 4),
 ];
 
+/// The shape a kind of slow work gives the transaction it runs in, as the
+/// catalogue's patterns name them: a network call, an LLM call, or a side
+/// effect (mail, notification, enqueue) that belongs after the commit.
+/// A bare `.get(` or `.post(` gives no shape of its own: Redis, caches and
+/// settings stores answer to the same verbs (a known client beside it does).
+pub(super) fn shape_of(what: &str, needle: &str) -> Option<&'static str> {
+    if matches!(needle, ".get(" | ".post(") {
+        return None;
+    }
+    let network = [
+        "an HTTP call",
+        "a payment API call",
+        "a payment gateway call",
+        "a cloud API call",
+        "an SMS API call",
+        "a GitHub API call",
+        "an Airtable API call",
+        "a Google API call",
+        "a geocoding lookup",
+        "a webhook call",
+        "an API call",
+        "an API client",
+        "a file upload",
+        "search indexing",
+    ];
+    let side_effect = [
+        "a mail delivery",
+        "a notification",
+        "a job enqueue",
+        "a broadcast",
+        "a chat notification",
+    ];
+    if network.contains(&what) {
+        Some("network-call")
+    } else if what == "an LLM call" {
+        Some("llm-call")
+    } else if side_effect.contains(&what) {
+        Some("side-effect")
+    } else {
+        None
+    }
+}
+
 /// At most this much per needle: ten mails are not ten times the evidence.
 const MAX_HITS: u32 = 2;
 
@@ -223,6 +266,33 @@ mod tests {
             "a bare suffix is no mailer"
         );
         assert_eq!(occurrences("mail.deliver_later", ".deliver"), 0);
+    }
+
+    #[test]
+    fn slow_work_gives_the_shapes_the_catalogue_names() {
+        let shapes = |code: &str| -> Vec<&str> {
+            slow_work(code)
+                .iter()
+                .filter_map(|(_, what, needle)| shape_of(what, needle))
+                .collect()
+        };
+        assert_eq!(shapes("Faraday.post(url)"), ["network-call"]);
+        assert_eq!(
+            shapes("Stripe::Refund.create(charge: id)"),
+            ["network-call"]
+        );
+        assert_eq!(
+            shapes("OpenAI::Client.new.chat(parameters: p)"),
+            ["llm-call"]
+        );
+        assert_eq!(
+            shapes("OrderMailer.placed(self).deliver_now"),
+            ["side-effect"; 2]
+        );
+        assert!(
+            shapes("REDIS.get(key)").is_empty(),
+            "a bare .get( is no network call's shape"
+        );
     }
 
     #[test]

@@ -28,6 +28,27 @@ const KEYWORDS: [&str; 16] = [
     "and", "not", "then", "rescue", "ensure",
 ];
 
+/// Methods every Active Record model has from Rails: a call of one on a
+/// receiver of unknown class is the model's own, never the one plain class
+/// of the app that happens to define a method of that name (rubygems.org's
+/// `trusted_publisher.save` is no `Pusher#save`).
+const RECORD_METHODS: [&str; 14] = [
+    "save",
+    "save!",
+    "update",
+    "update!",
+    "create",
+    "create!",
+    "destroy",
+    "destroy!",
+    "valid?",
+    "reload",
+    "touch",
+    "delete",
+    "update_columns",
+    "update_column",
+];
+
 /// A method found: (path, line, body, the text of its file).
 type Def = (String, usize, String, String);
 
@@ -128,7 +149,8 @@ pub(in crate::locate::context) struct Walker<'a> {
     saves: Vec<(String, Vec<String>)>,
     seen: HashSet<(Option<usize>, String, usize)>,
     frames: usize,
-    in_callback: bool,
+    /// The model whose callback is being read, if one is.
+    in_callback: Option<String>,
 }
 
 impl<'a> Walker<'a> {
@@ -141,7 +163,7 @@ impl<'a> Walker<'a> {
             saves: Vec::new(),
             seen: HashSet::new(),
             frames: 0,
-            in_callback: false,
+            in_callback: None,
         }
     }
 
@@ -263,6 +285,7 @@ impl<'a> Walker<'a> {
             // An opener on the route from the entry is seen, not guessed.
             prior: if frame.depth == 0 { 6 } else { 5 },
             is_callback: false,
+            unfired: false,
         });
         self.drafts.len() - 1
     }
@@ -271,7 +294,7 @@ impl<'a> Walker<'a> {
     /// transaction, as a site of its own.
     /// An `after_commit` callback: outside the save's transaction, but a
     /// transaction or lock it opens itself is a site.
-    pub fn after_commit(&mut self, entry: &str, callback: &Callback) {
+    pub fn after_commit(&mut self, entry: &str, model: &ModelRef, callback: &Callback) {
         let Some(m) = &callback.method else {
             return;
         };
@@ -280,7 +303,7 @@ impl<'a> Walker<'a> {
             route.push(entry.to_owned());
         }
         route.push(callback.label.clone());
-        self.in_callback = true;
+        self.in_callback = Some(model.class.clone());
         self.walk(Frame {
             class: class_at(&m.file_text, m.line),
             path: m.path.clone(),
@@ -292,7 +315,7 @@ impl<'a> Walker<'a> {
             depth: MAX_DEPTH - 2,
             inside: None,
         });
-        self.in_callback = false;
+        self.in_callback = None;
     }
 
     pub fn callback_site(
@@ -355,6 +378,7 @@ impl<'a> Walker<'a> {
                     + 2 * u32::from(alerted)
             },
             is_callback: true,
+            unfired,
         });
         let site = self.drafts.len() - 1;
         let (path, start, body, file_text) = match &callback.method {
@@ -367,7 +391,7 @@ impl<'a> Walker<'a> {
             ),
         };
         let class = class_at(&file_text, start);
-        self.in_callback = true;
+        self.in_callback = Some(model.class.clone());
         self.walk(Frame {
             path,
             file_text,
@@ -379,7 +403,7 @@ impl<'a> Walker<'a> {
             inside: Some((site, 0)),
             class,
         });
-        self.in_callback = false;
+        self.in_callback = None;
     }
 
     /// Saves of an alerted model in `text`: they run its callbacks inside
@@ -399,10 +423,14 @@ impl<'a> Walker<'a> {
             }
         }
         for model in &models {
-            if !self.saves.iter().any(|(c, _)| *c == model.class) {
+            // A model's callback saving its own record says nothing of
+            // whether the job saves one (`Order after_transition` calling
+            // `save!` does not make a job that only locks orders save them).
+            let own = self.in_callback.as_ref() == Some(&model.class);
+            if !own && !self.saves.iter().any(|(c, _)| *c == model.class) {
                 // A save found inside a callback has no route of its own
                 // worth showing: the callback's is shown instead.
-                let route = if self.in_callback {
+                let route = if self.in_callback.is_some() {
                     Vec::new()
                 } else {
                     frame.route.clone()
@@ -651,6 +679,9 @@ impl<'a> Walker<'a> {
                     }
                 }
             }
+            return found;
+        }
+        if RECORD_METHODS.contains(&method) {
             return found;
         }
         if let Some([(path, line)]) = self.index.methods.get(method).map(Vec::as_slice) {
