@@ -33,7 +33,10 @@ pub struct FrontMatter {
 }
 
 /// The shapes longtx recognises in the code inside a transaction:
-/// `loop-of-writes` is a loop that writes rows or enqueues work.
+/// `loop-of-writes` is a loop that writes rows or enqueues work,
+/// `network-call` a call to another service (HTTP, an API client, a
+/// geocoder, an upload, search indexing), `llm-call` a model's API, and
+/// `side-effect` mail, a notification, an enqueue or a broadcast.
 pub const KNOWN_SHAPES: [&str; 4] = ["loop-of-writes", "network-call", "llm-call", "side-effect"];
 
 fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {

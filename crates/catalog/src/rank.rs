@@ -9,8 +9,9 @@ pub struct Evidence {
     /// The code that runs inside the held transaction (the block, the
     /// callbacks of its saves, the methods it calls): the strongest.
     pub inside: Vec<String>,
-    /// Shapes of that code longtx recognised (`loop-of-writes`), matched
-    /// against the patterns' `shapes`.
+    /// Shapes of that code longtx recognised (`loop-of-writes`,
+    /// `network-call`, `llm-call`, `side-effect`), matched against the
+    /// patterns' `shapes`.
     pub shapes: Vec<String>,
     /// The excerpted methods.
     pub excerpts: Vec<String>,
