@@ -145,9 +145,13 @@ class Server:
         self.port = free_port()
         self.proc = None
         self.max_connections = max_connections
+        # mysql_install_db --user=X makes X@localhost with socket
+        # authentication, which admits only the OS user X: connect as the
+        # current user (root, or a CI runner's user), never as root.
+        self.user = subprocess.check_output(["id", "-un"], text=True).strip()
 
     def start(self):
-        user = os.environ.get("USER") or subprocess.check_output(["id", "-un"], text=True).strip()
+        user = self.user
         datadir = os.path.join(self.work, "data")
         with open(os.path.join(self.work, "install.log"), "w") as out:
             subprocess.run(
@@ -178,7 +182,7 @@ class Server:
                 time.sleep(0.3)
 
     def root(self, db=None):
-        return pymysql.connect(unix_socket=self.sock, user="root", database=db,
+        return pymysql.connect(unix_socket=self.sock, user=self.user, database=db,
                                autocommit=True, connect_timeout=10)
 
     def stop(self):
@@ -223,7 +227,7 @@ def open_sessions(server, sessions, holders, tables, decoys, tables_per_holder, 
     conns = []
     expected = []
     for i in range(sessions):
-        c = pymysql.connect(unix_socket=server.sock, user="root", database="app",
+        c = pymysql.connect(unix_socket=server.sock, user=server.user, database="app",
                             autocommit=True, connect_timeout=10)
         cur = c.cursor()
         if i < holders:
@@ -430,7 +434,7 @@ def main():
         log(f"{len(conns)} sessions open ({args.holders} holders, {args.decoys} decoys) in {time.time() - t1:.1f} s")
         if args.waiters:
             conns += open_waiters(
-                lambda: pymysql.connect(unix_socket=server.sock, user="root", database="app",
+                lambda: pymysql.connect(unix_socket=server.sock, user=server.user, database="app",
                                         autocommit=True, connect_timeout=10),
                 args.waiters, args.holders, args.tables,
                 lambda w, table: f"ALTER TABLE {table} ADD COLUMN w{w} INT")

@@ -28,7 +28,9 @@ mariadbd --no-defaults --user="$(id -un)" --datadir="$work/data" --socket="$work
   --performance-schema=ON --performance-schema-instrument='wait/lock/metadata/sql/mdl=ON' \
   --performance-schema-consumer-events-statements-current=ON > "$work/mariadb.log" 2>&1 &
 pids+=($!)
-my() { mariadb --no-defaults --socket="$work/my.sock" -uroot "$@"; }
+# As the current OS user's account: socket authentication admits root only
+# for the OS user root (see deploy/e2e/lib.sh).
+my() { mariadb --no-defaults --socket="$work/my.sock" -u"$(id -un)" "$@"; }
 for _ in $(seq 60); do my -e 'SELECT 1' > /dev/null 2>&1 && break; sleep 0.5; done
 
 my <<'SQL'

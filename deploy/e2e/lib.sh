@@ -36,7 +36,10 @@ as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$
 
 # A private MariaDB on 127.0.0.1:$1 (more mariadbd options after it), with
 # what the collector needs: performance_schema, the MDL instrument and the
-# current-statements consumer. `my` talks to it as root over its socket.
+# current-statements consumer. `my` talks to it over its socket as the
+# current OS user's account: socket authentication admits root@localhost only
+# for the OS user root, and mysql_install_db --user=X makes X@localhost too,
+# so a non-root CI user (GitHub's runner) connects as itself.
 start_mariadb() {
     local port=$1; shift
     mysql_install_db --no-defaults --user="$(id -un)" --datadir="$work/mysql" --auth-root-authentication-method=socket \
@@ -49,4 +52,4 @@ start_mariadb() {
     pids+=($!)
     wait_for 60 my -e 'SELECT 1'
 }
-my() { mariadb --no-defaults --socket="$work/mysql.sock" -uroot "$@"; }
+my() { mariadb --no-defaults --socket="$work/mysql.sock" -u"$(id -un)" "$@"; }
