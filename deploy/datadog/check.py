@@ -31,10 +31,18 @@ def ensure_packages():
         import hcl2  # noqa: F401
         import yaml  # noqa: F401
     except ImportError:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "pyyaml", "python-hcl2"],
-            check=True,
-        )
+        pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        # An ordinary user outside a virtualenv (GitHub's runner) installs
+        # into the user site; a PEP 668 system Python refuses either without
+        # --break-system-packages, which older pips do not know.
+        if os.geteuid() != 0 and sys.prefix == sys.base_prefix:
+            pip.append("--user")
+        packages = ["pyyaml", "python-hcl2"]
+        if subprocess.run(pip + ["--break-system-packages"] + packages).returncode != 0:
+            subprocess.run(pip + packages, check=True)
+        import site
+
+        site.addsitedir(site.getusersitepackages())
 
 
 ensure_packages()
