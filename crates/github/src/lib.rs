@@ -136,6 +136,11 @@ pub struct CommitSummary {
     pub sha: String,
     pub parents: Vec<String>,
     pub message: String,
+    /// The commit's tree.
+    pub tree: String,
+    /// The GitHub login its author is tied to (`<slug>[bot]` for an App's
+    /// `createCommitOnBranch`), if GitHub ties it to one.
+    pub author_login: Option<String>,
 }
 
 /// One file of a pull request's diff.

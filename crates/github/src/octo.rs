@@ -687,14 +687,20 @@ impl GitHub for OctocrabGitHub {
             sha: String,
         }
         #[derive(serde::Deserialize)]
+        struct Tree {
+            sha: String,
+        }
+        #[derive(serde::Deserialize)]
         struct Message {
             message: String,
+            tree: Tree,
         }
         #[derive(serde::Deserialize)]
         struct CommitJson {
             sha: String,
             parents: Vec<Parent>,
             commit: Message,
+            author: Option<Login>,
         }
         match self
             .send("GET", &format!("/repos/{repo}/commits/{sha}"), None)
@@ -706,6 +712,8 @@ impl GitHub for OctocrabGitHub {
                     sha: c.sha,
                     parents: c.parents.into_iter().map(|p| p.sha).collect(),
                     message: c.commit.message,
+                    tree: c.commit.tree.sha,
+                    author_login: c.author.map(|a| a.login),
                 }))
             }
             Err(GitHubError::Refused {

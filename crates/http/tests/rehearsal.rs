@@ -341,7 +341,7 @@ impl StandIns {
                 .download_artifact(&repo, artifact.id, 1 << 24)
                 .await
                 .map_err(|e| e.to_string())?;
-            longtx_github::zip::read(&zip, 1 << 24).map_err(|e| e.to_string())
+            longtx_github::zip::read(&zip, rehearsal_limits()).map_err(|e| e.to_string())
         })?;
         for (path, content) in files {
             let path = dest.join(path);
@@ -634,7 +634,7 @@ async fn uploaded(t: &Tracking, run_id: u64) -> BTreeMap<String, Vec<u8>> {
         .download_artifact(&repo, artifacts[0].id, 1 << 24)
         .await
         .unwrap();
-    longtx_github::zip::read(&zip, 1 << 24).unwrap()
+    longtx_github::zip::read(&zip, rehearsal_limits()).unwrap()
 }
 
 /// Round 0 and round 1 of a fix template, end to end: dispatch, rehearse,
@@ -1014,4 +1014,14 @@ async fn the_pre_review_template_uploads_the_verdict_longtx_reads_it_and_the_che
     assert_eq!(checks.len(), 1);
     assert_eq!(checks[0]["conclusion"], "success");
     assert_eq!(checks[0]["head_sha"], head.as_str());
+}
+
+/// What the rehearsals read of an artifact: what longtx reads, roomier.
+fn rehearsal_limits() -> longtx_github::zip::Limits<'static> {
+    longtx_github::zip::Limits {
+        wanted: &["result.json", "patch.diff"],
+        max_entry: 1 << 24,
+        max_total: 1 << 24,
+        max_entries: 64,
+    }
 }

@@ -35,6 +35,9 @@ impl ResultSettings {
     }
 }
 
+/// Entries an artifact's zip may list: the templates upload two files.
+const MAX_ARTIFACT_ENTRIES: usize = 64;
+
 /// What a run left for longtx.
 pub(crate) enum Fetched {
     Files(BTreeMap<String, Vec<u8>>),
@@ -81,7 +84,23 @@ pub(crate) async fn fetch_result<G: GitHub>(
         }
         Err(e) => return Err(e),
     };
-    match longtx_github::zip::read(&zip, max_bytes as usize) {
+    // The zip is the agent's to shape: read within one budget (only the two
+    // files longtx uses, the whole inflated at most `max_bytes`), on a
+    // blocking thread so a slow inflate never holds an async worker.
+    let read = tokio::task::spawn_blocking(move || {
+        longtx_github::zip::read(
+            &zip,
+            longtx_github::zip::Limits {
+                wanted: &[RESULT_FILE, PATCH_FILE],
+                max_entry: max_bytes as usize,
+                max_total: max_bytes as usize,
+                max_entries: MAX_ARTIFACT_ENTRIES,
+            },
+        )
+    })
+    .await
+    .map_err(|e| GitHubError::Unavailable(format!("reading the artifact stopped: {e}")))?;
+    match read {
         Ok(files) if files.contains_key(RESULT_FILE) => Ok(Fetched::Files(files)),
         Ok(_) => Ok(Fetched::Missing(format!(
             "run {run_id}'s `{RESULT_ARTIFACT}` holds no {RESULT_FILE}"
@@ -120,7 +139,10 @@ pub(crate) enum ApplyError {
 }
 
 /// Checks `patch` against the policy, then applies it onto `base` in the
-/// mirror (fetching `branch`, which holds `base`).
+/// mirror (fetching `branch`, which holds `base`), where the policy judges
+/// the tree change it makes. git2 runs on blocking threads only after the
+/// patch's text has passed the preflight, and a panic in it (a thread's
+/// `JoinError`) refuses the patch instead of ending the worker.
 pub(crate) async fn prepare<G: GitHub>(
     github: &G,
     settings: &ResultSettings,
@@ -128,15 +150,23 @@ pub(crate) async fn prepare<G: GitHub>(
     base: &str,
     patch: &[u8],
 ) -> Result<Proposal, ApplyError> {
-    let files = match longtx_git::patch::files_of(patch) {
-        Ok(files) => files,
-        Err(e) => return Ok(Proposal::Refused(e.to_string())),
-    };
-    if let Err(refusal) = patch_policy::check(&settings.policy, patch.len(), &files) {
-        return Ok(Proposal::Refused(refusal.to_string()));
-    }
-    if files.is_empty() {
-        return Ok(Proposal::Empty);
+    let (policy, text) = (settings.policy.clone(), patch.to_vec());
+    let judged = tokio::task::spawn_blocking(move || -> Result<bool, String> {
+        longtx_git::patch::preflight(&policy, &text).map_err(|e| e.to_string())?;
+        let files = longtx_git::patch::files_of(&text).map_err(|e| e.to_string())?;
+        patch_policy::check(&policy, text.len(), &files).map_err(|e| e.to_string())?;
+        Ok(!files.is_empty())
+    })
+    .await;
+    match judged {
+        Ok(Ok(true)) => {}
+        Ok(Ok(false)) => return Ok(Proposal::Empty),
+        Ok(Err(why)) => return Ok(Proposal::Refused(why)),
+        Err(e) => {
+            return Ok(Proposal::Refused(format!(
+                "git could not read the patch: {e}"
+            )))
+        }
     }
     let token = github.git_token().await?;
     settings
@@ -144,25 +174,31 @@ pub(crate) async fn prepare<G: GitHub>(
         .fetch(branch, token.as_deref(), settings.fetch_timeout)
         .await?;
     let path = settings.mirror.path.clone();
-    let (base, patch) = (base.to_owned(), patch.to_vec());
+    let (base, patch, policy) = (base.to_owned(), patch.to_vec(), settings.policy.clone());
     let applied = tokio::task::spawn_blocking(move || {
         let repo = longtx_git::open(&path)?;
-        longtx_git::patch::apply(&repo, &base, &patch)
+        longtx_git::patch::apply(&repo, &base, &patch, &policy)
     })
-    .await
-    .map_err(|e| longtx_git::GitError::Invalid(format!("applying the patch stopped: {e}")))?;
+    .await;
     match applied {
-        Ok(changes) if changes.is_empty() => Ok(Proposal::Empty),
-        Ok(changes) => Ok(Proposal::Commit(changes)),
-        Err(longtx_git::GitError::Invalid(why)) => Ok(Proposal::Refused(why)),
-        Err(e) => Err(e.into()),
+        Ok(Ok(changes)) if changes.is_empty() => Ok(Proposal::Empty),
+        Ok(Ok(changes)) => Ok(Proposal::Commit(changes)),
+        Ok(Err(longtx_git::GitError::Invalid(why))) => Ok(Proposal::Refused(why)),
+        Ok(Err(e)) => Err(e.into()),
+        Err(e) => Ok(Proposal::Refused(format!(
+            "git could not apply the patch: {e}"
+        ))),
     }
 }
 
 /// Commits `changes` onto `branch` at `base` as round `round` of `job_id`.
-/// When the branch moved, the commit an earlier attempt made (its parent
-/// `base`, its trailers this job and round) is the answer; anything else on
-/// the branch is refused (409), never overwritten.
+/// When the branch moved, the commit an earlier attempt made is the answer,
+/// and only that one: its parent `base`, its trailers this job and round,
+/// its tree the very tree longtx computed from the checked patch, and its
+/// author longtx's own login. Trailers can be copied by anyone who may push
+/// (or by an agent's own GitHub integration), a tree that met the policy
+/// and longtx's authorship cannot; anything else on the branch is refused
+/// (409) with the reason, never adopted and never overwritten.
 pub(crate) async fn commit<G: GitHub>(
     github: &G,
     repo: &RepoName,
@@ -172,6 +208,7 @@ pub(crate) async fn commit<G: GitHub>(
     changes: Changes,
     (job_id, round): (i64, u32),
 ) -> Result<String, GitHubError> {
+    let tree = changes.tree.clone();
     let new = NewCommit {
         branch: branch.to_owned(),
         expected_head: base.to_owned(),
@@ -190,20 +227,45 @@ pub(crate) async fn commit<G: GitHub>(
             let Some(head) = github.branch_head(repo, branch).await? else {
                 return Err(moved);
             };
-            match github.commit(repo, &head).await? {
-                Some(c) if c.parents == [base] && is_round_commit(&c.message, job_id, round) => {
-                    Ok(head)
-                }
-                _ => Err(GitHubError::Refused {
+            let own = github.own_login().await?;
+            let found = github.commit(repo, &head).await?;
+            match found.as_ref().map(|c| adoptable(c, base, &tree, own.as_deref(), (job_id, round))) {
+                Some(Ok(())) => Ok(head),
+                Some(Err(why)) => Err(GitHubError::Refused {
                     status: 409,
                     message: format!(
-                        "{branch} moved from {base} to {head}, a commit longtx did not make for this round"
+                        "{branch} moved from {base} to {head}, a commit longtx did not make for this round: {why}"
                     ),
                 }),
+                None => Err(moved),
             }
         }
         Err(e) => Err(e),
     }
+}
+
+/// Why commit `c` is not the one longtx made of `tree` on `base` for this
+/// round, if it is not.
+fn adoptable(
+    c: &longtx_github::CommitSummary,
+    base: &str,
+    tree: &str,
+    own_login: Option<&str>,
+    (job_id, round): (i64, u32),
+) -> Result<(), &'static str> {
+    if c.parents != [base] {
+        return Err("its parent is not the pinned base");
+    }
+    if !is_round_commit(&c.message, job_id, round) {
+        return Err("its trailers name another job or round");
+    }
+    if c.tree != tree {
+        return Err("its files are not the checked patch's");
+    }
+    if own_login.is_none() || c.author_login.as_deref() != own_login {
+        return Err("its author is not longtx");
+    }
+    Ok(())
 }
 
 /// The round a fix run's result is applied as.

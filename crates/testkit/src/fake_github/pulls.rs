@@ -441,10 +441,18 @@ async fn commit(
     {
         return refused;
     }
+    // GitHub ties a commit's author to a login by its email; the fake ties
+    // the commits made through `createCommitOnBranch` to their caller, and
+    // others as a test sets them.
     let (login, dir) = {
         let inner = inner.lock().unwrap();
+        let made = inner
+            .api_commits
+            .iter()
+            .find(|c| c["oid"].as_str().is_some_and(|oid| oid.starts_with(&sha)))
+            .and_then(|c| c["author"].as_str().map(str::to_owned));
         (
-            inner.pulls.commit_logins.get(&sha).cloned(),
+            made.or_else(|| inner.pulls.commit_logins.get(&sha).cloned()),
             inner.repo.git_dir.clone(),
         )
     };
@@ -458,7 +466,7 @@ async fn commit(
         &[
             "show",
             "-s",
-            "--format=%H %P%n%B",
+            "--format=%H %T %P%n%B",
             &format!("{sha}^{{commit}}"),
         ],
     ) else {
@@ -474,9 +482,10 @@ async fn commit(
     let (ids, message) = shown.split_once('\n').unwrap_or((shown.as_str(), ""));
     let mut ids = ids.split_whitespace();
     let full = ids.next().unwrap_or(&sha).to_owned();
+    let tree = ids.next().unwrap_or_default().to_owned();
     let parents: Vec<Value> = ids.map(|p| json!({"sha": p})).collect();
     Json(json!({"sha": full, "author": author, "parents": parents,
-                "commit": {"message": message.trim_end()}}))
+                "commit": {"message": message.trim_end(), "tree": {"sha": tree}}}))
     .into_response()
 }
 
