@@ -273,6 +273,25 @@ pub async fn healthz() -> Json<serde_json::Value> {
 }
 
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<serde_json::Value>) {
+    // A worker that keeps dying is as unready as a database that is gone:
+    // the work it does is not being done.
+    let dying = longtx_pipeline::dying_workers();
+    if let Some(worst) = dying.first() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({
+                "status": "unavailable",
+                "detail": format!(
+                    "the {} worker was restarted {} times in {} minutes; the last panic: {}",
+                    worst.worker,
+                    worst.restarts,
+                    longtx_pipeline::workers_window_minutes(),
+                    worst.last_error
+                ),
+                "dying_workers": dying.iter().map(|d| d.worker).collect::<Vec<_>>(),
+            })),
+        );
+    }
     match state.store.ping().await {
         Ok(()) => (StatusCode::OK, Json(serde_json::json!({"status": "ready"}))),
         Err(err) => {

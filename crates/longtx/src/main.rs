@@ -399,4 +399,21 @@ fn init_tracing() {
     } else {
         builder.init();
     }
+    // A panic is logged as an event of the span it happened in, so the line
+    // names the job and query_source a worker was on when it died (the
+    // supervisor restarts the worker and counts it).
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let what: String = what.chars().take(300).collect();
+        tracing::error!(panic = %what, at = %at, "a task panicked");
+    }));
 }

@@ -41,7 +41,6 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     )
     .with_prompts(prompts)
     .with_dashboard_token(config.dashboard_token.clone());
-    let mut observe = None;
     let state = match &config.collect_dsn {
         Some(dsn) => {
             let collector = longtx_collector::Collector::spawn(longtx_collector::Settings {
@@ -53,13 +52,16 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
                     max_tables: 500,
                 },
             });
-            observe = Some(tokio::spawn(keep_observations(
+            let (store, kept, every) = (
                 db.store.clone(),
                 collector.clone(),
                 config
                     .collect_interval
                     .clamp(Duration::from_secs(1), Duration::from_secs(60)),
-            )));
+            );
+            longtx_pipeline::spawn_supervised("observations", move || {
+                keep_observations(store.clone(), kept.clone(), every)
+            });
             state.with_extra_gauges(Arc::new(move || collector.gauges()))
         }
         None => state,
@@ -71,16 +73,17 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             return Err(err);
         }
     };
-    let retention = tokio::spawn(purge_old_alert_events(
-        db.store.clone(),
-        config.alert_retention,
-    ));
-    let roll_up = tokio::spawn(roll_up_alerts(db.store.clone()));
-    let verify = tokio::spawn(verify_merged_fixes(
-        db.store.clone(),
-        config.deploy_grace,
-        config.verify_window,
-    ));
+    // Supervised like the pipeline's workers, and stopped with them.
+    let (store, retention) = (db.store.clone(), config.alert_retention);
+    longtx_pipeline::spawn_supervised("alert_retention", move || {
+        purge_old_alert_events(store.clone(), retention)
+    });
+    let store = db.store.clone();
+    longtx_pipeline::spawn_supervised("alert_roll_up", move || roll_up_alerts(store.clone()));
+    let (store, grace, window) = (db.store.clone(), config.deploy_grace, config.verify_window);
+    longtx_pipeline::spawn_supervised("verify_merged", move || {
+        verify_merged_fixes(store.clone(), grace, window)
+    });
 
     tracing::info!(listen = %config.listen, auth = config.webhook_token.is_some(), "longtx is serving");
     let served = longtx_http::serve(
@@ -93,14 +96,6 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     // The workers stop before the pool closes, so none of them fails
     // against a closed pool (their open transactions roll back).
     longtx_pipeline::stop_workers().await;
-    retention.abort();
-    roll_up.abort();
-    verify.abort();
-    let _ = (retention.await, roll_up.await, verify.await);
-    if let Some(observe) = observe {
-        observe.abort();
-        let _ = observe.await;
-    }
     tracing::info!("in-flight requests finished and workers stopped; shutting down");
     db.shutdown().await;
     served.context("serving HTTP")

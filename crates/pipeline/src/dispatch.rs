@@ -67,15 +67,16 @@ pub fn spawn_dispatcher_with<G: GitHub>(
     github: Option<Arc<G>>,
     reviewers: Option<Arc<ReviewerFinder<G>>>,
 ) -> tokio::task::AbortHandle {
-    crate::workers::spawn(async move {
-        let dispatcher = Dispatcher {
-            store,
-            settings: Arc::new(settings),
-            github,
-            reviewers,
-            default_branch: OnceCell::new(),
-        };
-        dispatcher.run().await
+    let dispatcher = Arc::new(Dispatcher {
+        store,
+        settings: Arc::new(settings),
+        github,
+        reviewers,
+        default_branch: OnceCell::new(),
+    });
+    crate::workers::spawn("dispatcher", move || {
+        let dispatcher = dispatcher.clone();
+        async move { dispatcher.run().await }
     })
 }
 

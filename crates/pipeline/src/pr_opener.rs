@@ -30,6 +30,10 @@ use std::time::Duration;
 use tokio::sync::{Notify, OnceCell};
 use tracing::Instrument;
 
+/// Claims of one job's PR opening before longtx gives up on it. A rate
+/// limit never ends a job by itself, but a claim that keeps failing does.
+const MAX_OPEN_ATTEMPTS: i32 = 12;
+
 #[derive(Debug, Clone)]
 pub struct PrOpenSettings {
     pub repo: RepoName,
@@ -78,7 +82,11 @@ pub fn spawn_pr_opener<G: GitHub>(
         wake: queue.wake.clone(),
         default_branch: OnceCell::new(),
     };
-    crate::workers::spawn(async move { opener.run().await });
+    let opener = Arc::new(opener);
+    crate::workers::spawn("pr_opener", move || {
+        let opener = opener.clone();
+        async move { opener.run().await }
+    });
     queue
 }
 
@@ -98,7 +106,7 @@ enum Found {
 }
 
 impl<G: GitHub> Opener<G> {
-    async fn run(self) {
+    async fn run(&self) {
         loop {
             self.apply_rounds().await;
             match self.store.claim_pr_open(self.settings.lease).await {
@@ -120,8 +128,28 @@ impl<G: GitHub> Opener<G> {
     }
 
     async fn open(&self, claim: PrOpenClaim) {
+        // A job claimed this often never got through (a worker that died
+        // on it, an error that keeps coming back): it ends with the reason
+        // instead of being claimed for ever.
+        if claim.attempts > MAX_OPEN_ATTEMPTS {
+            let reason = format!(
+                "longtx gave up opening the PR after {MAX_OPEN_ATTEMPTS} attempts; none of them ended (see longtx's log for this job)"
+            );
+            return self.end_without_pr(&claim, &reason).await;
+        }
         let found = match self.find_or_open(&claim).await {
             Ok(found) => found,
+            Err(GitHubError::Refused { status, message }) if results::is_final(status) => {
+                let reason = format!("GitHub refused opening the PR (HTTP {status}): {message}");
+                return self.end_without_pr(&claim, &reason).await;
+            }
+            Err(e) if claim.attempts >= MAX_OPEN_ATTEMPTS && !e.is_rate_limit() => {
+                let reason = format!(
+                    "longtx gave up opening the PR after {} attempts; the last failed: {e}",
+                    claim.attempts
+                );
+                return self.end_without_pr(&claim, &reason).await;
+            }
             Err(e) => {
                 // The lease runs out and the next attempt looks again first.
                 tracing::warn!(error = %e, attempt = claim.attempts, "opening the PR failed; retried after the lease");
@@ -136,6 +164,13 @@ impl<G: GitHub> Opener<G> {
                 }
             }
             Found::Pull(pull, pattern) => self.record(&claim, pull, pattern).await,
+        }
+    }
+
+    async fn end_without_pr(&self, claim: &PrOpenClaim, reason: &str) {
+        tracing::warn!(%reason, attempt = claim.attempts, "no PR: the job ends");
+        if let Err(e) = self.store.record_no_branch(claim.job_id, reason).await {
+            tracing::warn!(error = %e, "recording no_pr failed; retried after the lease");
         }
     }
 

@@ -67,7 +67,11 @@ pub fn spawn_pre_reviewer<G: GitHub>(
         wake: queue.wake.clone(),
         default_branch: OnceCell::new(),
     };
-    crate::workers::spawn(async move { worker.run().await });
+    let worker = Arc::new(worker);
+    crate::workers::spawn("pre_reviewer", move || {
+        let worker = worker.clone();
+        async move { worker.run().await }
+    });
     queue
 }
 
@@ -80,7 +84,7 @@ struct Worker<G> {
 }
 
 impl<G: GitHub> Worker<G> {
-    async fn run(self) {
+    async fn run(&self) {
         let mut last_collect: Option<tokio::time::Instant> = None;
         loop {
             let mut worked = false;

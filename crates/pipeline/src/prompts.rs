@@ -38,20 +38,31 @@ pub fn spawn_prompt_worker(
     sources: PromptSources,
     policy: Arc<IntakePolicy>,
 ) -> PromptQueue {
-    let (sender, mut receiver) = mpsc::channel::<i64>(QUEUE_DEPTH);
+    let (sender, receiver) = mpsc::channel::<i64>(QUEUE_DEPTH);
+    // Shared with the worker's next life: a restart keeps the queue.
+    let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
     let sources = Arc::new(sources);
-    crate::workers::spawn(async move {
-        let mut sweep = tokio::time::interval(SWEEP_EVERY);
-        loop {
-            tokio::select! {
-                received = receiver.recv() => match received {
-                    Some(id) => render_job(&store, &sources, &policy, id).await,
-                    None => return,
-                },
-                _ = sweep.tick() => {
-                    match store.jobs_awaiting_prompt(100).await {
-                        Ok(ids) => for id in ids { render_job(&store, &sources, &policy, id).await },
-                        Err(err) => tracing::warn!(error = %err, "listing jobs awaiting a prompt failed"),
+    crate::workers::spawn("prompts", move || {
+        let (store, sources, policy, receiver) = (
+            store.clone(),
+            sources.clone(),
+            policy.clone(),
+            receiver.clone(),
+        );
+        async move {
+            let mut receiver = receiver.lock().await;
+            let mut sweep = tokio::time::interval(SWEEP_EVERY);
+            loop {
+                tokio::select! {
+                    received = receiver.recv() => match received {
+                        Some(id) => render_job(&store, &sources, &policy, id).await,
+                        None => return,
+                    },
+                    _ = sweep.tick() => {
+                        match store.jobs_awaiting_prompt(100).await {
+                            Ok(ids) => for id in ids { render_job(&store, &sources, &policy, id).await },
+                            Err(err) => tracing::warn!(error = %err, "listing jobs awaiting a prompt failed"),
+                        }
                     }
                 }
             }

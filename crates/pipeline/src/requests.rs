@@ -52,7 +52,11 @@ pub fn spawn_request_worker<G: GitHub>(
         github,
         wake: queue.wake.clone(),
     };
-    crate::workers::spawn(async move { worker.run().await });
+    let worker = Arc::new(worker);
+    crate::workers::spawn("revision_requests", move || {
+        let worker = worker.clone();
+        async move { worker.run().await }
+    });
     queue
 }
 
@@ -64,7 +68,7 @@ struct Worker<G> {
 }
 
 impl<G: GitHub> Worker<G> {
-    async fn run(self) {
+    async fn run(&self) {
         loop {
             match self.store.claim_request(self.settings.lease).await {
                 Ok(Some(claim)) => {

@@ -338,7 +338,9 @@ pub(crate) async fn apply_result<G: GitHub>(
     };
     let branch = round.branch;
     if round.create_branch {
-        github.create_branch(repo, branch, round.base).await?;
+        if let Err(e) = github.create_branch(repo, branch, round.base).await {
+            return permanent(e, "creating the fix branch");
+        }
     }
     let message = fix_pr::commit_message(
         round.job_id,
@@ -366,8 +368,28 @@ pub(crate) async fn apply_result<G: GitHub>(
             status: 409,
             message,
         }) => Ok(ResultOutcome::Unusable(message)),
-        Err(e) => Err(e.into()),
+        Err(e) => permanent(e, "longtx's commit"),
     }
+}
+
+/// A refusal that no retry changes (a validation error, a ruleset, a
+/// commit too large) ends the round with GitHub's own words; anything
+/// else is retried after the lease.
+fn permanent(e: GitHubError, what: &str) -> Result<ResultOutcome, ApplyError> {
+    match e {
+        GitHubError::Refused { status, message } if is_final(status) => Ok(
+            ResultOutcome::Unusable(format!("GitHub refused {what} (HTTP {status}): {message}")),
+        ),
+        e => Err(e.into()),
+    }
+}
+
+/// Statuses of [`GitHubError::Refused`] that end a round: every 4xx but
+/// an expired credential (401, renewed on the next call), a missing object
+/// (404, which replication lag can cause) and a moved branch (409, handled
+/// by adoption).
+pub(crate) fn is_final(status: u16) -> bool {
+    !matches!(status, 401 | 404 | 409)
 }
 
 /// Keeps a run's cost as its report; figures that cannot be right are

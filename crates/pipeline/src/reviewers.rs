@@ -84,7 +84,11 @@ pub fn spawn_reviewer_with<G: GitHub>(finder: Arc<ReviewerFinder<G>>) -> ReviewQ
         finder,
         wake: queue.wake.clone(),
     };
-    crate::workers::spawn(async move { worker.run().await });
+    let worker = Arc::new(worker);
+    crate::workers::spawn("reviewers", move || {
+        let worker = worker.clone();
+        async move { worker.run().await }
+    });
     queue
 }
 
@@ -126,7 +130,7 @@ pub enum ReviewError {
 }
 
 impl<G: GitHub> Worker<G> {
-    async fn run(self) {
+    async fn run(&self) {
         loop {
             match self
                 .finder

@@ -71,7 +71,11 @@ pub fn spawn_wontfix_worker<G: GitHub>(
         live,
         queue: queue.clone(),
     };
-    crate::workers::spawn(async move { worker.run().await });
+    let worker = Arc::new(worker);
+    crate::workers::spawn("wontfix", move || {
+        let worker = worker.clone();
+        async move { worker.run().await }
+    });
     queue
 }
 
@@ -105,7 +109,7 @@ struct Worker<G> {
 }
 
 impl<G: GitHub> Worker<G> {
-    async fn run(self) {
+    async fn run(&self) {
         let mut next_base_read = Instant::now();
         let mut default_branch = self.settings.default_branch.clone();
         loop {
