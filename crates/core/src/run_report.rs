@@ -69,6 +69,38 @@ impl RunCost {
     }
 }
 
+impl RunCost {
+    /// The cost as longtx records it for a run whose budget is
+    /// `budget_usd`: a reported dollar figure within the budget is kept,
+    /// one above it is cut to it, and a missing or implausible one (not a
+    /// finite number from 0 up) counts as the whole budget. What the agent
+    /// reports is shown, never trusted past what longtx gave the run.
+    pub fn within_budget(&self, budget_usd: f64) -> (RunCost, Option<String>) {
+        let mut cost = self.clone();
+        let (kept, note) = match self.cost_usd {
+            Some(v) if v.is_finite() && (0.0..=budget_usd).contains(&v) => (v, None),
+            Some(v) if v.is_finite() && v > budget_usd => (
+                budget_usd,
+                Some(format!(
+                    "reported ${v:.2}, over its ${budget_usd:.2} budget: counted as the budget"
+                )),
+            ),
+            Some(_) => (
+                budget_usd,
+                Some(
+                    "reported a cost that is not a number of dollars: counted as its budget".into(),
+                ),
+            ),
+            None => (
+                budget_usd,
+                Some("reported no cost: counted as its budget".into()),
+            ),
+        };
+        cost.cost_usd = Some(kept);
+        (cost, note)
+    }
+}
+
 impl RunReport {
     pub fn validate(&self) -> Result<(), RunReportError> {
         let cost = &self.cost;
@@ -115,6 +147,30 @@ mod tests {
     fn report(json: serde_json::Value) -> Result<RunReport, RunReportError> {
         let cost: RunCost = serde_json::from_value(json).unwrap();
         cost.report(9001, 0)
+    }
+
+    #[test]
+    fn a_reported_cost_is_kept_within_the_budget_and_a_missing_one_is_the_budget() {
+        let claimed = |v: Option<f64>| RunCost {
+            cost_usd: v,
+            ..RunCost::default()
+        };
+        assert_eq!(
+            claimed(Some(4.87)).within_budget(5.0).0.cost_usd,
+            Some(4.87)
+        );
+        let (over, why) = claimed(Some(10_000.0)).within_budget(5.0);
+        assert_eq!(over.cost_usd, Some(5.0));
+        assert!(why.unwrap().contains("over its $5.00 budget"));
+        assert_eq!(claimed(None).within_budget(5.0).0.cost_usd, Some(5.0));
+        assert_eq!(claimed(Some(-3.0)).within_budget(5.0).0.cost_usd, Some(5.0));
+        assert_eq!(
+            claimed(Some(f64::NAN)).within_budget(5.0).0.cost_usd,
+            Some(5.0)
+        );
+        // Zero is a believable figure for a run that did nothing: it is
+        // shown as zero, while the caps count the budget regardless.
+        assert_eq!(claimed(Some(0.0)).within_budget(5.0).0.cost_usd, Some(0.0));
     }
 
     #[test]

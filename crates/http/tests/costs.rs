@@ -1,6 +1,6 @@
 //! What agent runs cost: read from the result of the run longtx
 //! dispatched, once per run (a POSTed report is refused), and a daily cost
-//! cap that holds across replicas.
+//! cap that counts each run's budget, whatever it reports, across replicas.
 
 mod tracking;
 
@@ -84,6 +84,7 @@ fn settings(max_cost_per_day: Option<f64>) -> DispatchSettings {
         max_per_day: 100,
         max_running: 100,
         max_cost_per_day,
+        ..longtx_testkit::dispatch_settings().caps
     };
     settings
 }
@@ -144,15 +145,16 @@ async fn app_cost(app: &TestApp, job: i64) -> (i64, f64) {
 }
 
 #[tokio::test]
-async fn the_daily_cost_cap_holds_jobs_back_across_two_replicas() {
+async fn the_daily_cost_cap_counts_budgets_and_holds_jobs_back_across_two_replicas() {
     let github = FakeGitHub::start().await;
     let first = dispatching_app(&github, Some(5.0), None).await;
     let second = dispatching_app(&github, Some(5.0), Some(first.db.clone())).await;
     let spender = fire(&first, "Reports::MonthlyWorker").await;
     wait_for_state(&first, spender, "agent_running").await;
-    // What the spender's run reported (read from its result by longtx).
+    // What the spender's run reported (read from its result by longtx):
+    // nothing, which frees nothing; its $5 budget is what counts.
     let cost: longtx_core::run_report::RunCost =
-        serde_json::from_value(json!({"agent": "claude", "cost_usd": 6.25, "turns": 80})).unwrap();
+        serde_json::from_value(json!({"agent": "claude", "cost_usd": 0.0, "turns": 80})).unwrap();
     let report = cost.report(9200, 0).unwrap();
     first
         .store
@@ -182,5 +184,6 @@ async fn the_daily_cost_cap_holds_jobs_back_across_two_replicas() {
         );
     }
     let (_, status) = first.get_json("/api/dispatch").await;
-    assert_eq!(status["status"]["cost_today_usd"], 6.25);
+    assert_eq!(status["status"]["cost_today_usd"], 0.0);
+    assert_eq!(status["status"]["budget_today_usd"], 5.0);
 }

@@ -67,6 +67,7 @@ fn unlimited() -> Caps {
         max_per_day: 1000,
         max_running: 1000,
         max_cost_per_day: None,
+        ..longtx_testkit::dispatch_settings().caps
     }
 }
 
@@ -284,6 +285,7 @@ async fn the_daily_cap_and_the_pause_hold_jobs_back_and_say_why() {
         max_per_day: 2,
         max_running: 10,
         max_cost_per_day: None,
+        ..longtx_testkit::dispatch_settings().caps
     };
     let app = dispatching_app(&github, settings, Duration::from_secs(5)).await;
     for source in ["CapA::Worker", "CapB::Worker", "CapC::Worker"] {
@@ -566,6 +568,7 @@ async fn the_running_cap_holds_too() {
         max_per_day: 100,
         max_running: 1,
         max_cost_per_day: None,
+        ..longtx_testkit::dispatch_settings().caps
     };
     let app = dispatching_app(&github, settings, Duration::from_secs(5)).await;
     fire(&app, "RunA::Worker").await;

@@ -39,6 +39,7 @@ async fn queued_jobs_go_by_impact_and_the_oldest_waits_no_longer_than_the_age_bo
         max_per_day: 100,
         max_running: 1,
         max_cost_per_day: None,
+        ..longtx_testkit::dispatch_settings().caps
     };
     let app = TestApp::builder()
         .prompts(shipped_prompt_sources())

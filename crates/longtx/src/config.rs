@@ -109,9 +109,14 @@ pub struct GitHubConfig {
     pub workflow_ref: Option<String>,
     pub max_dispatches_per_day: i64,
     pub max_running: i64,
-    /// `LONGTX_MAX_COST_PER_DAY`: US dollars of reported agent cost per UTC
-    /// day; unset, no cost cap.
+    /// `LONGTX_MAX_COST_PER_DAY`: US dollars of counted agent budgets per
+    /// UTC day; unset, no cost cap.
     pub max_cost_per_day: Option<f64>,
+    /// `LONGTX_RUN_BUDGET_USD`, `LONGTX_PRE_REVIEW_BUDGET_USD`: what one fix
+    /// run (or round) and one pre-review run count against the cost cap,
+    /// and the most their reported cost is taken to be.
+    pub run_budget_usd: f64,
+    pub pre_review_budget_usd: f64,
     /// `Some` when set: applied to the shared pause switch at start.
     pub paused: Option<bool>,
     pub agent_timeout: Duration,
@@ -270,6 +275,29 @@ fn refuse_blank_secrets(
         }
     }
     Ok(())
+}
+
+/// A positive amount of US dollars from `key`, else `default`.
+fn dollars(
+    var: &dyn Fn(&str) -> Option<String>,
+    key: &'static str,
+    default: f64,
+) -> Result<f64, ConfigError> {
+    match var(key).filter(|v| !v.trim().is_empty()) {
+        None => Ok(default),
+        Some(v) => v
+            .trim()
+            .trim_start_matches('$')
+            .parse::<f64>()
+            .ok()
+            .filter(|n| n.is_finite() && *n > 0.0 && *n <= 10_000.0)
+            .ok_or_else(|| {
+                invalid(
+                    key,
+                    format!("{v:?} is not an amount of US dollars above 0 and at most 10000"),
+                )
+            }),
+    }
 }
 
 fn invalid(key: &'static str, message: impl fmt::Display) -> ConfigError {
@@ -746,6 +774,16 @@ fn load_github(
                     })
             })
             .transpose()?,
+        run_budget_usd: dollars(
+            var,
+            "LONGTX_RUN_BUDGET_USD",
+            longtx_store::DEFAULT_RUN_BUDGET_USD,
+        )?,
+        pre_review_budget_usd: dollars(
+            var,
+            "LONGTX_PRE_REVIEW_BUDGET_USD",
+            longtx_store::DEFAULT_PRE_REVIEW_BUDGET_USD,
+        )?,
         paused,
         agent_timeout: duration(
             "LONGTX_AGENT_TIMEOUT",

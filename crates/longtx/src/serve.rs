@@ -128,6 +128,8 @@ async fn start_dispatcher(
             max_per_day: gh.max_dispatches_per_day,
             max_running: gh.max_running,
             max_cost_per_day: gh.max_cost_per_day,
+            run_budget_usd: gh.run_budget_usd,
+            pre_review_budget_usd: gh.pre_review_budget_usd,
         },
         lease: gh.dispatch_lease,
         agent_timeout: gh.agent_timeout,
@@ -195,6 +197,7 @@ async fn start_dispatcher(
                     run_poll: Duration::from_secs(60),
                     max_artifact_bytes: worker_settings::results(config, &settings.repo)?
                         .max_artifact_bytes(),
+                    caps: settings.caps,
                 },
                 github.clone(),
             );

@@ -97,6 +97,7 @@ pub fn results(
         ),
         fetch_timeout: Duration::from_secs(600),
         devin: gh.devin.clone(),
+        run_budget_usd: gh.run_budget_usd,
     })
 }
 

@@ -401,7 +401,14 @@ impl<G: GitHub> Dispatcher<G> {
         let url = run.as_ref().and_then(|r| r.html_url.clone());
         match self
             .store
-            .record_dispatched(job.id, run_id, url.as_deref(), request, outcome)
+            .record_dispatched(
+                job.id,
+                run_id,
+                url.as_deref(),
+                request,
+                outcome,
+                self.settings.caps.run_budget_usd,
+            )
             .await
         {
             Ok(true) => {

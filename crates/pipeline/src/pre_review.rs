@@ -40,6 +40,9 @@ pub struct PreReviewSettings {
     pub run_poll: Duration,
     /// The largest result artifact read.
     pub max_artifact_bytes: u64,
+    /// The dispatcher's caps: a pre-review run counts against them, with
+    /// `caps.pre_review_budget_usd`.
+    pub caps: longtx_store::Caps,
 }
 
 /// Wakes the worker when a PR waits for a run or a verdict failed.
@@ -88,7 +91,11 @@ impl<G: GitHub> Worker<G> {
         let mut last_collect: Option<tokio::time::Instant> = None;
         loop {
             let mut worked = false;
-            match self.store.claim_pre_review(self.settings.lease).await {
+            match self
+                .store
+                .claim_pre_review(self.settings.lease, self.settings.caps)
+                .await
+            {
                 Ok(Some(claim)) => {
                     worked = true;
                     let span = tracing::info_span!("pre_review", job_id = claim.job_id, query_source = %claim.query_source);
@@ -233,7 +240,14 @@ impl<G: GitHub> Worker<G> {
                 ))
             }
         };
-        crate::results::record_cost(&self.store, job_id, run.id, 0, &result.cost).await;
+        crate::results::record_cost(
+            &self.store,
+            job_id,
+            (run.id, 0),
+            &result.cost,
+            Some(self.settings.caps.pre_review_budget_usd),
+        )
+        .await;
         if let Err(e) = result.verdict.validate() {
             return Ok(no_verdict(
                 head,
@@ -312,7 +326,12 @@ impl<G: GitHub> Worker<G> {
                 tracing::info!(head = %claim.head_sha, run = ?run.as_ref().map(|r| r.id), "pre-review dispatched");
                 if let Err(e) = self
                     .store
-                    .record_pre_review_dispatched(claim.job_id, &claim.head_sha, run.map(|r| r.id))
+                    .record_pre_review_dispatched(
+                        claim.job_id,
+                        &claim.head_sha,
+                        run.map(|r| r.id),
+                        self.settings.caps.pre_review_budget_usd,
+                    )
                     .await
                 {
                     tracing::warn!(error = %e, "recording the pre-review run failed; the lease expires and the run is looked up");

@@ -25,6 +25,9 @@ pub struct ResultSettings {
     pub fetch_timeout: Duration,
     /// Where Devin runs' ACUs are read; `None`: Devin runs carry no cost.
     pub devin: Option<crate::DevinSettings>,
+    /// `LONGTX_RUN_BUDGET_USD`: the most a fix run's reported cost is
+    /// taken to be.
+    pub run_budget_usd: f64,
 }
 
 impl ResultSettings {
@@ -320,7 +323,15 @@ pub(crate) async fn apply_result<G: GitHub>(
         Err(e) => return Ok(ResultOutcome::Unusable(format!("run {run_id}: {e}"))),
     };
     let cost = fix_cost(settings, &result).await;
-    record_cost(store, round.job_id, run_id, round.round, &cost).await;
+    let from_the_run = result.cost.agent.as_deref() != Some("devin");
+    record_cost(
+        store,
+        round.job_id,
+        (run_id, round.round),
+        &cost,
+        from_the_run.then_some(settings.run_budget_usd),
+    )
+    .await;
     if result.base != round.base {
         return Ok(ResultOutcome::Unusable(format!(
             "run {run_id} started from {}, not the commit longtx pinned ({})",
@@ -392,15 +403,28 @@ pub(crate) fn is_final(status: u16) -> bool {
     !matches!(status, 401 | 404 | 409)
 }
 
-/// Keeps a run's cost as its report; figures that cannot be right are
-/// logged and dropped.
+/// Keeps a run's cost as its report. A figure the run wrote is kept
+/// within `budget_usd` (see `RunCost::within_budget`): the caps count
+/// budgets, and the figure shown is never more than longtx gave the run.
+/// `None` is for figures longtx read itself (Devin's ACUs, from Devin's
+/// API), kept as they are.
 pub(crate) async fn record_cost(
     store: &Store,
     job_id: i64,
-    run_id: u64,
-    round: u32,
+    (run_id, round): (u64, u32),
     cost: &longtx_core::agent_run::RunCost,
+    budget_usd: Option<f64>,
 ) {
+    let cost = match budget_usd {
+        Some(budget) => {
+            let (cost, note) = cost.within_budget(budget);
+            if let Some(note) = note {
+                tracing::warn!(run_id, %note, "the run's cost report was not taken as it came");
+            }
+            cost
+        }
+        None => cost.clone(),
+    };
     match cost.report(run_id, round) {
         Ok(report) => {
             if let Err(e) = store.record_run_report(job_id, &report).await {

@@ -95,6 +95,7 @@ impl<G: GitHub> Dispatcher<G> {
                         url.as_deref(),
                         &record,
                         outcome,
+                        self.settings.caps.run_budget_usd,
                     )
                     .await
                 {

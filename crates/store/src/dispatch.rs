@@ -12,12 +12,21 @@ const CLAIM_LOCK: i64 = 0x6c6f_6e67_7478; // "longtx"
 
 #[derive(Debug, Clone, Copy)]
 pub struct Caps {
+    /// Runs sent since midnight UTC (fix runs, rounds and pre-reviews).
     pub max_per_day: i64,
     pub max_running: i64,
-    /// `LONGTX_MAX_COST_PER_DAY`: US dollars of agent cost reported since
+    /// `LONGTX_MAX_COST_PER_DAY`: US dollars of agent budget counted since
     /// midnight UTC past which nothing more is dispatched today.
     pub max_cost_per_day: Option<f64>,
+    /// `LONGTX_RUN_BUDGET_USD`: what one fix run or round counts.
+    pub run_budget_usd: f64,
+    /// `LONGTX_PRE_REVIEW_BUDGET_USD`: what one pre-review run counts.
+    pub pre_review_budget_usd: f64,
 }
+
+/// The budgets the shipped templates give a run (`--max-budget-usd`).
+pub const DEFAULT_RUN_BUDGET_USD: f64 = 5.0;
+pub const DEFAULT_PRE_REVIEW_BUDGET_USD: f64 = 2.0;
 
 /// A job the caller now owns until `lease` runs out.
 #[derive(Debug, Clone)]
@@ -60,8 +69,12 @@ pub struct DispatchStatus {
     /// Dispatching or with an agent running.
     pub running: i64,
     pub queued: i64,
-    /// Agent cost reported since midnight UTC, US dollars.
+    /// Agent cost reported since midnight UTC, US dollars (each run's
+    /// report clamped to its budget): shown, not acted on.
     pub cost_today_usd: f64,
+    /// Budgets of the runs sent since midnight UTC: what the cost cap
+    /// counts.
+    pub budget_today_usd: f64,
 }
 
 impl Store {
@@ -214,6 +227,7 @@ impl Store {
         run_url: Option<&str>,
         request: &serde_json::Value,
         outcome: &str,
+        budget_usd: f64,
     ) -> Result<bool, StoreError> {
         let mut tx = self.begin().await?;
         let moved = sqlx::query(
@@ -229,6 +243,7 @@ impl Store {
         .rows_affected()
             == 1;
         insert_dispatch(&mut tx, id, false, request, outcome, run_id).await?;
+        crate::budgets::count(&mut tx, id, crate::BudgetedRun::Fix, budget_usd).await?;
         tx.commit().await?;
         Ok(moved)
     }
@@ -379,13 +394,15 @@ pub(crate) async fn dispatch_counts(
         "SELECT \
            COALESCE((SELECT enabled FROM service_flags WHERE name = 'dispatch_paused'), false) AS paused, \
            (SELECT count(*) FROM jobs WHERE dispatched_at >= date_trunc('day', now())) \
-             + (SELECT count(*) FROM revision_rounds WHERE dispatched_at >= date_trunc('day', now())) AS today, \
+             + (SELECT count(*) FROM revision_rounds WHERE dispatched_at >= date_trunc('day', now())) \
+             + (SELECT count(*) FROM run_budgets WHERE kind = 'pre_review' AND counted_at >= date_trunc('day', now())) AS today, \
            (SELECT count(*) FROM jobs WHERE state = 'dispatching' AND dispatched_at IS NULL) \
              + (SELECT count(*) FROM revision_rounds WHERE state = 'dispatching' AND dispatched_at IS NULL) AS in_flight, \
            (SELECT count(*) FROM jobs WHERE state IN ('dispatching', 'agent_running')) \
              + (SELECT count(*) FROM revision_rounds WHERE state IN ('dispatching', 'running')) AS running, \
            (SELECT count(*) FROM jobs WHERE state = 'queued') AS queued, \
-           (SELECT COALESCE(sum(cost_usd), 0) FROM run_reports WHERE reported_at >= date_trunc('day', now())) AS cost_today",
+           (SELECT COALESCE(sum(cost_usd), 0) FROM run_reports WHERE reported_at >= date_trunc('day', now())) AS cost_today, \
+           (SELECT COALESCE(sum(budget_usd), 0) FROM run_budgets WHERE counted_at >= date_trunc('day', now())) AS budget_today",
     )
     .fetch_one(&mut *conn)
     .await?;
@@ -396,6 +413,7 @@ pub(crate) async fn dispatch_counts(
         running: row.try_get("running")?,
         queued: row.try_get("queued")?,
         cost_today_usd: row.try_get("cost_today")?,
+        budget_today_usd: row.try_get("budget_today")?,
     })
 }
 
@@ -408,13 +426,15 @@ pub(crate) fn blocked_reason(status: &DispatchStatus, caps: Caps) -> Option<Stri
             "waiting: the daily dispatch cap ({}) is reached",
             caps.max_per_day
         ))
-    } else if let Some(max) = caps
-        .max_cost_per_day
-        .filter(|max| status.cost_today_usd >= *max)
-    {
+    } else if let Some(max) = caps.max_cost_per_day.filter(|max| {
+        // Claimed runs not yet sent count their budget too, and the next
+        // run's budget must still fit: the cap is never overshot.
+        status.budget_today_usd + (status.in_flight + 1) as f64 * caps.run_budget_usd > *max
+    }) {
         Some(format!(
-            "waiting: today's agent cost (${:.2}) reached the daily cost cap (${max:.2})",
-            status.cost_today_usd
+            "waiting: today's counted agent budget (${:.2}, ${:.2} a run) leaves no room under the daily cost cap (${max:.2})",
+            status.budget_today_usd + status.in_flight as f64 * caps.run_budget_usd,
+            caps.run_budget_usd
         ))
     } else if status.running >= caps.max_running {
         Some(format!(

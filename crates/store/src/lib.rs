@@ -6,6 +6,7 @@
 //! holds one (that self-deadlocks exactly at pool max).
 
 mod agent_runs;
+mod budgets;
 mod costs;
 mod dashboard;
 mod dispatch;
@@ -24,12 +25,15 @@ mod rounds;
 mod wontfix;
 
 pub use agent_runs::{DispatchedRun, RoundToApply, RunningPreReview};
+pub use budgets::BudgetedRun;
 pub use costs::{CostFigures, JobCost, ReportRecorded};
 pub use dashboard::{
     Dashboard, DashboardQuery, DayFigure, DispatchRecord, JobPage, RequestRecord, ReviewerLoad,
     RunReportRecord, SourceSeries, VerdictRecord, WeekFigure,
 };
-pub use dispatch::{Caps, Claim, ClaimedJob, DispatchStatus};
+pub use dispatch::{
+    Caps, Claim, ClaimedJob, DispatchStatus, DEFAULT_PRE_REVIEW_BUDGET_USD, DEFAULT_RUN_BUDGET_USD,
+};
 pub use intake::{IntakeAction, IntakeRecord, RecordedOutcome};
 pub use jobs::{AlertEventRow, JobFilter, JobRow, RegressionFacts};
 pub use pool::{PoolSettings, PoolStats, Store};

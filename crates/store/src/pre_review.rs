@@ -77,6 +77,11 @@ pub(crate) async fn schedule(
     job_id: i64,
     head: &str,
 ) -> Result<(), StoreError> {
+    // A head judged before (a branch that came back to it) is not judged
+    // again: alternating two heads must not buy a review per push.
+    if crate::budgets::head_judged(tx, job_id, head).await? {
+        return Ok(());
+    }
     sqlx::query(
         "UPDATE jobs SET pre_review_state = 'pending', pre_review_head = $2, pre_review_attempts = 0, \
              pre_review_lease_until = NULL, pre_review_run_id = NULL, pre_review_since = now(), \
@@ -91,10 +96,26 @@ pub(crate) async fn schedule(
 }
 
 impl Store {
+    /// Claims a head waiting for its pre-review run, unless the daily caps
+    /// leave no room for one more run of `caps.pre_review_budget_usd`
+    /// (pre-reviews count against the caps like every other run).
     pub async fn claim_pre_review(
         &self,
         lease: Duration,
+        caps: crate::Caps,
     ) -> Result<Option<PreReviewClaim>, StoreError> {
+        let mut conn = self.acquire().await?;
+        let status = crate::dispatch::dispatch_counts(&mut conn).await?;
+        let over_count = status.dispatched_today + status.in_flight >= caps.max_per_day;
+        let over_cost = caps.max_cost_per_day.is_some_and(|max| {
+            status.budget_today_usd
+                + status.in_flight as f64 * caps.run_budget_usd
+                + caps.pre_review_budget_usd
+                > max
+        });
+        if status.paused || over_count || over_cost {
+            return Ok(None);
+        }
         let row = sqlx::query(
             "UPDATE jobs SET pre_review_lease_until = now() + make_interval(secs => $1), \
                  pre_review_attempts = pre_review_attempts + 1, \
@@ -108,7 +129,7 @@ impl Store {
                        prompt_token, pre_review_attempts, pre_review_started_at",
         )
         .bind(lease.as_secs_f64())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *conn)
         .await?;
         row.map(|r| {
             Ok(PreReviewClaim {
@@ -134,7 +155,9 @@ impl Store {
         job_id: i64,
         head: &str,
         run_id: Option<u64>,
+        budget_usd: f64,
     ) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
         sqlx::query(
             "UPDATE jobs SET pre_review_state = 'dispatched', pre_review_run_id = $3, pre_review_lease_until = NULL \
              WHERE id = $1 AND pre_review_head = $2 AND pre_review_state = 'pending'",
@@ -142,8 +165,16 @@ impl Store {
         .bind(job_id)
         .bind(head)
         .bind(run_id.map(|id| id as i64))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
+        crate::budgets::count(
+            &mut tx,
+            job_id,
+            crate::BudgetedRun::PreReview { head },
+            budget_usd,
+        )
+        .await?;
+        tx.commit().await?;
         Ok(())
     }
 

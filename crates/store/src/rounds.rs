@@ -363,6 +363,7 @@ impl Store {
         run_url: Option<&str>,
         request: &serde_json::Value,
         outcome: &str,
+        budget_usd: f64,
     ) -> Result<bool, StoreError> {
         let mut tx = self.begin().await?;
         lock_job(&mut tx, job_id).await?;
@@ -380,6 +381,13 @@ impl Store {
         .rows_affected()
             == 1;
         crate::dispatch::insert_dispatch(&mut tx, job_id, false, request, outcome, run_id).await?;
+        crate::budgets::count(
+            &mut tx,
+            job_id,
+            crate::BudgetedRun::Round(round),
+            budget_usd,
+        )
+        .await?;
         tx.commit().await?;
         Ok(moved)
     }

@@ -126,6 +126,7 @@ pub fn pre_review_settings() -> longtx_pipeline::PreReviewSettings {
         max_revisions: longtx_core::revision::DEFAULT_MAX_REVISIONS,
         run_poll: std::time::Duration::from_millis(200),
         max_artifact_bytes: 2 * 1024 * 1024,
+        caps: dispatch_settings().caps,
     }
 }
 
@@ -183,6 +184,7 @@ pub fn result_settings(
         ),
         fetch_timeout: std::time::Duration::from_secs(60),
         devin: None,
+        run_budget_usd: longtx_store::DEFAULT_RUN_BUDGET_USD,
     }
 }
 
@@ -195,6 +197,8 @@ pub fn dispatch_settings() -> longtx_pipeline::DispatchSettings {
             max_per_day: 10,
             max_running: 3,
             max_cost_per_day: None,
+            run_budget_usd: longtx_store::DEFAULT_RUN_BUDGET_USD,
+            pre_review_budget_usd: longtx_store::DEFAULT_PRE_REVIEW_BUDGET_USD,
         },
         lease: std::time::Duration::from_secs(30),
         agent_timeout: std::time::Duration::from_secs(7200),

@@ -153,6 +153,11 @@ pub fn shown(c: &Config) -> Vec<Shown> {
         ),
         ("LONGTX_MAX_RUNNING", gh.max_running.to_string()),
         ("LONGTX_MAX_COST_PER_DAY", or_unset(&gh.max_cost_per_day)),
+        ("LONGTX_RUN_BUDGET_USD", gh.run_budget_usd.to_string()),
+        (
+            "LONGTX_PRE_REVIEW_BUDGET_USD",
+            gh.pre_review_budget_usd.to_string(),
+        ),
         ("LONGTX_PAUSED", or_unset(&gh.paused)),
         ("LONGTX_AGENT_TIMEOUT", duration(gh.agent_timeout)),
         ("LONGTX_DISPATCH_LEASE", duration(gh.dispatch_lease)),

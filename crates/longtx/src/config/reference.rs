@@ -195,7 +195,19 @@ pub const SETTINGS: &[Setting] = &[
         file_key: "",
         env: "`LONGTX_MAX_COST_PER_DAY`",
         default: "unset",
-        meaning: "US dollars of agent cost reported since midnight UTC past which queued jobs and rounds wait (with the reason), across replicas.",
+        meaning: "US dollars of agent budget counted since midnight UTC past which queued jobs, rounds and pre-reviews wait (with the reason), across replicas. Every run sent counts its budget, whatever it reports.",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_RUN_BUDGET_USD`",
+        default: "`5`",
+        meaning: "What one fix run or revision round counts against the cost cap, and the most its reported cost is taken to be. Keep it at the fix template's `vars.LONGTX_MAX_BUDGET_USD` (`--max-budget-usd`).",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_PRE_REVIEW_BUDGET_USD`",
+        default: "`2`",
+        meaning: "The same for one pre-review run; keep it at `vars.LONGTX_PRE_REVIEW_MAX_BUDGET_USD`.",
     },
     Setting {
         file_key: "`paused`",
@@ -225,7 +237,7 @@ pub const SETTINGS: &[Setting] = &[
         file_key: "",
         env: "`LONGTX_PROTECTED_PATHS`",
         default: "none",
-        meaning: "Comma-separated globs (`*` crosses `/`) no agent patch may write, on top of `.github/**`, `.claude/**`, `.codex/**`, `CODEOWNERS`, `docs/CODEOWNERS`, `.gitmodules`, `vendor/**`, `node_modules/**` and the ignore list.",
+        meaning: "Comma-separated globs (`*` crosses `/`; `**/` at the front matches at any depth) no agent patch may write, on top of the built-in list (workflows, CODEOWNERS, `.gitmodules`, `.gitattributes`, agents' settings and instruction files such as `.claude/**`, `CLAUDE.md`, `AGENTS.md`, `.mcp.json`, other CI systems' and editors' configs, `vendor/**`, `node_modules/**`; the Security page lists them all) and the ignore list. Paths are compared after folding case, Unicode look-alikes and trailing dots.",
     },
     Setting {
         file_key: "",
