@@ -17,6 +17,7 @@ mod fake_devin;
 mod fake_github;
 mod git_repo;
 pub mod github_events;
+pub mod hostile_results;
 pub mod payloads;
 mod temp_dir;
 pub mod workflow_runner;
