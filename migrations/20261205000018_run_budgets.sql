@@ -22,3 +22,8 @@ SELECT job_id, CASE WHEN round = 0 THEN 'fix' ELSE 'round' END, round, 'run:' ||
 FROM run_reports
 WHERE reported_at >= date_trunc('day', now())
 ON CONFLICT DO NOTHING;
+
+-- A reader (no write access) is told once per PR that a revise needs write
+-- access; their later commands on it are dropped without a permission
+-- lookup or a reply.
+ALTER TABLE revision_requests ADD COLUMN refused_for_permission BOOLEAN NOT NULL DEFAULT false;

@@ -52,6 +52,13 @@ struct StandIns {
     codex_network: bool,
     /// The agent edits, then hits its turn cap (the action's step fails).
     hits_turn_cap: bool,
+    /// A prompt-injected agent: it also points `core.fsmonitor` and
+    /// `diff.external` in `.git/config` at a script of its own, which git
+    /// would run during the collection (`git add`, `git diff`).
+    plants_git_config: bool,
+    /// Whether each agent step's environment asked Claude Code to scrub the
+    /// environment of the code the agent runs.
+    scrubbed: Vec<bool>,
 }
 
 impl StandIns {
@@ -63,6 +70,8 @@ impl StandIns {
             agent_tokens: Vec::new(),
             codex_network: false,
             hits_turn_cap: false,
+            plants_git_config: false,
+            scrubbed: Vec::new(),
             verdict: serde_json::json!({
                 "addresses_bottleneck": true, "minimal_change": true, "preserves_behaviour": true,
                 "verdict": "pass", "reasons": ["the HTTP call now runs after commit"]
@@ -104,8 +113,13 @@ impl StandIns {
     fn claude(
         &mut self,
         with: &BTreeMap<String, String>,
+        env: &BTreeMap<String, String>,
         r: &Rehearsal,
     ) -> Result<BTreeMap<String, String>, String> {
+        self.scrubbed.push(
+            env.get("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB")
+                .is_some_and(|v| v == "1"),
+        );
         if !self.bot_allowed(with.get("allowed_bots").map(String::as_str).unwrap_or("")) {
             return Err(format!(
                 "Workflow initiated by non-human actor: {}",
@@ -167,6 +181,9 @@ impl StandIns {
             let task =
                 std::fs::read_to_string(r.runner_temp.join("longtx/prompt.md")).unwrap_or_default();
             Self::edit(&r.workspace, &task);
+            if self.plants_git_config {
+                Self::plant_git_config(r);
+            }
             let pattern_file = r.runner_temp.join("longtx/pattern.txt");
             if self.hits_turn_cap {
                 return Err("Reached maximum number of turns (40)".into());
@@ -181,6 +198,29 @@ impl StandIns {
             }
         }
         Ok(outputs)
+    }
+
+    /// What an injected agent can do with Write or a spec it runs: git
+    /// runs `core.fsmonitor` during `git add` and `diff.external` during
+    /// `git diff` (git-config(1)); the script leaves a mark and would
+    /// rewrite the patch.
+    fn plant_git_config(r: &Rehearsal) {
+        let script = r.runner_temp.join("planted.sh");
+        let mark = r.runner_temp.join("planted-ran");
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\ntouch '{}'\nexit 0\n", mark.display()),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let config = r.workspace.join(".git/config");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&format!(
+            "[core]\n\tfsmonitor = {0}\n[diff]\n\texternal = {0}\n",
+            script.display()
+        ));
+        std::fs::write(config, text).unwrap();
     }
 
     fn codex(
@@ -362,7 +402,7 @@ impl Actions for StandIns {
         &mut self,
         uses: &str,
         with: &BTreeMap<String, String>,
-        _env: &BTreeMap<String, String>,
+        env: &BTreeMap<String, String>,
         r: &Rehearsal,
     ) -> Result<BTreeMap<String, String>, String> {
         self.calls.push(uses.to_owned());
@@ -399,7 +439,7 @@ impl Actions for StandIns {
                 }
                 Ok(BTreeMap::new())
             }
-            "anthropics/claude-code-action" => self.claude(with, r),
+            "anthropics/claude-code-action" => self.claude(with, env, r),
             "openai/codex-action" => self.codex(with, r),
             "ruby/setup-ruby" => {
                 if with.get("bundler-cache").map(String::as_str) == Some("true") {
@@ -756,6 +796,75 @@ async fn rounds_0_and_1(template: &str, name: &str) -> (Tracking, i64, Vec<Stand
     assert_eq!(rounds[0].state, "pushed", "{rounds:?}");
     assert_eq!(t.github.opened_pulls().len(), 1, "the PR is opened once");
     (t, job, stand_ins)
+}
+
+/// A monolith whose `bin/rails db:prepare` does what Rails before 7.1
+/// does on an empty test database: runs the migrations and dumps
+/// db/schema.rb again (here with a new timestamp).
+fn repository_whose_setup_rewrites_the_schema(name: &str) -> GitRepo {
+    let mut repo = repository_owned_by_alice(name);
+    repo.commit(
+        &[
+            ("db/schema.rb", "ActiveRecord::Schema[7.0].define(version: 2026_01_01) do\nend\n"),
+            (
+                "bin/rails",
+                "#!/bin/sh\nif [ \"$1\" = db:prepare ]; then\n  printf 'ActiveRecord::Schema[7.0].define(version: 2026_12_05) do\\nend\\n' > db/schema.rb\nfi\n",
+            ),
+        ],
+        "Alice",
+        "alice@example.com",
+        20,
+    );
+    repo.git(&["update-index", "--chmod=+x", "bin/rails"]);
+    repo.git(&["commit", "--quiet", "-m", "bin/rails is executable"]);
+    repo.bare();
+    repo
+}
+
+/// The agent's step and what the collection reads are apart: the agent's
+/// code runs with a scrubbed environment, setup's own writes are a
+/// baseline the patch is taken against, and a git config the agent plants
+/// runs nothing when the result is collected.
+#[tokio::test]
+async fn the_claude_template_hands_over_only_the_agents_edit_collected_with_a_clean_git() {
+    let actor = format!("{APP_SLUG}[bot]");
+    let mut repo = repository_whose_setup_rewrites_the_schema("clean-collect");
+    let t = Tracking::start(&repo.bare(), |_| {}).await;
+    let _job = t.job_with_agent_running("admin/users#update").await;
+    let dirs = temp("clean-collect");
+    let (run_id, inputs) = dispatched(&t, "long-transaction-fix.yml");
+    let r = rehearsal(
+        &t,
+        &shipped("long-transaction-fix.yml"),
+        (run_id, inputs),
+        &actor,
+        &dirs,
+    );
+    let (report, actions) = run_with(r, &t, &mut repo, |s| s.plants_git_config = true).await;
+    assert!(report.succeeded, "{report:?}");
+    assert_eq!(actions.scrubbed, [true], "the agent's code runs scrubbed");
+    let files = uploaded(&t, run_id).await;
+    let patch = String::from_utf8_lossy(&files["patch.diff"]).into_owned();
+    assert!(patch.contains("app/models/order.rb"), "{patch}");
+    assert!(
+        !patch.contains("db/schema.rb"),
+        "what setup wrote is not the agent's work: {patch}"
+    );
+    assert!(
+        !dirs.join("runner-temp/planted-ran").exists(),
+        "the collection ran the agent's planted git program"
+    );
+    // Root (as CI runs this rehearsal) keeps its power and says so; a
+    // runner user with passwordless sudo loses it.
+    let drop = report.step("Drop sudo before the agent starts");
+    assert_eq!(drop.outcome.as_str(), "success", "{}", drop.log);
+    assert!(
+        drop.log.contains("runs as root")
+            || drop.log.contains("sudo dropped")
+            || drop.log.contains("no passwordless sudo"),
+        "{}",
+        drop.log
+    );
 }
 
 #[tokio::test]

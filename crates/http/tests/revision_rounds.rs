@@ -601,6 +601,29 @@ async fn a_revise_comment_from_someone_without_write_access_starts_nothing() {
         "{:?}",
         pr.answers()
     );
+    // The same reader again, twice (in another case too), after the others: told once,
+    // so no more permission lookups and no more replies.
+    let lookups = |github: &longtx_testkit::FakeGitHub| {
+        github
+            .requests()
+            .iter()
+            .filter(|r| r.contains("/collaborators/mallory/permission"))
+            .count()
+    };
+    let looked_up = lookups(&pr.t.github);
+    for id in 510..512 {
+        let again = pr_comment(PR, id, "Mallory", "User", "/longtx revise please");
+        pr.t.deliver("issue_comment", &format!("comment-{id}"), &again)
+            .await;
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        pr.answers().len(),
+        4,
+        "no second reply to the reader: {:?}",
+        pr.answers()
+    );
+    assert_eq!(lookups(&pr.t.github), looked_up, "no lookup for a repeat");
 }
 
 #[tokio::test]

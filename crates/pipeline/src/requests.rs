@@ -87,6 +87,17 @@ impl<G: GitHub> Worker<G> {
     }
 
     async fn answer(&self, claim: RequestClaim) {
+        if claim.answer.is_none() {
+            match self.store.drop_repeated_reader(claim.id).await {
+                Ok(true) => {
+                    return tracing::info!(login = %claim.login, "a reader's request again; told once already, not answered")
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    return tracing::warn!(error = %e, "checking the request failed; retried after the lease")
+                }
+            }
+        }
         let answer = match &claim.answer {
             Some(answer) => answer.clone(),
             None => match self.judge(&claim).await {

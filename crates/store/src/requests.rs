@@ -280,16 +280,41 @@ impl Store {
             r.try_get("github_id")?,
         );
         let answer = longtx_core::revision::answer_comment(&marker, &outcome);
+        let no_permission = matches!(
+            outcome,
+            RequestOutcome::Refused(longtx_core::revision::Refusal::NoPermission { .. })
+        );
         sqlx::query(
-            "UPDATE revision_requests SET state = 'decided', answer = $2, round = $3 WHERE id = $1",
+            "UPDATE revision_requests SET state = 'decided', answer = $2, round = $3, \
+                 refused_for_permission = $4 WHERE id = $1",
         )
         .bind(id)
         .bind(&answer)
         .bind(round)
+        .bind(no_permission)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(Some((outcome, answer)))
+    }
+
+    /// Drops request `id` unanswered when its author was already told, on
+    /// the same PR, that a request needs write access: a reader's flood
+    /// costs no permission lookup and no reply. True when dropped.
+    pub async fn drop_repeated_reader(&self, id: i64) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE revision_requests me SET state = 'answered', answered_at = now(), lease_until = NULL, \
+                 answer = NULL, refused_for_permission = true \
+             WHERE me.id = $1 AND me.state = 'pending' AND EXISTS ( \
+                 SELECT 1 FROM revision_requests r \
+                 WHERE r.job_id = me.job_id AND lower(r.login) = lower(me.login) AND r.id <> me.id \
+                   AND r.refused_for_permission)",
+        )
+        .bind(id)
+        .execute(self.pool())
+        .await?
+        .rows_affected()
+            == 1)
     }
 
     /// The answer is on the PR.

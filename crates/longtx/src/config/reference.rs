@@ -159,7 +159,7 @@ pub const SETTINGS: &[Setting] = &[
         file_key: "`github_api_url`",
         env: "`LONGTX_GITHUB_API_URL`",
         default: "`https://api.github.com`",
-        meaning: "GitHub Enterprise's API, or a test server. longtx commits through GraphQL at `<this URL>/graphql`; on an Enterprise Server (REST at `/api/v3`, GraphQL at `/api/graphql`) route that path to GraphQL.",
+        meaning: "GitHub Enterprise's API, or a test server. longtx commits through GraphQL at `<this URL>/graphql`; on an Enterprise Server (REST at `/api/v3`, GraphQL at `/api/graphql`) route that path to GraphQL. The templates' `actions/upload-artifact@v7` and `download-artifact@v7` do not work on Enterprise Server (v4 and later need github.com): pin both to v3 in your copies there.",
     },
     Setting {
         file_key: "`github_repo`",
