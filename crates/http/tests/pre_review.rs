@@ -236,6 +236,46 @@ async fn advisory_mode_records_a_fail_and_still_asks_people() {
     );
 }
 
+/// Six pushes alternating two heads once bought seven reviews. A head is
+/// judged once, and each review counts its budget against the day.
+#[tokio::test]
+async fn pushes_alternating_two_heads_buy_one_review_per_head_each_counted() {
+    let mut repo = target_repository();
+    let t = started(&mut repo, PreReviewMode::On).await;
+    let (a, b) = ("a".repeat(40), "b".repeat(40));
+    let (job, _) = pr_awaiting_verdict(&t, "flood#push", &a).await;
+    for (n, head) in [&b, &a, &b, &a, &b, &a].into_iter().enumerate() {
+        let pushed = PrEventBuilder::opened(job, PR)
+            .head_sha(head)
+            .action("synchronize")
+            .to_json();
+        t.deliver("pull_request", &format!("flood-{n}"), &pushed)
+            .await;
+        if n == 0 {
+            wait_until("a run for the second head", || {
+                review_runs(&t, job).len() == 2
+            })
+            .await;
+        }
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let heads: Vec<String> = review_runs(&t, job).into_iter().map(|(h, _)| h).collect();
+    assert_eq!(heads, [a.clone(), b.clone()], "one review per head");
+    let (_, status) = t.app.get_json("/api/dispatch").await;
+    let fix_runs = t
+        .github
+        .runs()
+        .iter()
+        .filter(|r| r["workflow"] == "long-transaction-fix.yml")
+        .count() as f64;
+    assert_eq!(
+        status["status"]["budget_today_usd"].as_f64(),
+        Some(fix_runs * 5.0 + 2.0 * 2.0),
+        "{status}"
+    );
+}
+
 #[tokio::test]
 async fn a_push_is_judged_again_and_a_verdict_for_the_old_head_is_ignored() {
     let mut repo = target_repository();

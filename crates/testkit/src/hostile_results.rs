@@ -54,40 +54,10 @@ fn end_of_directory(out: &mut Vec<u8>, entries: u16, size: usize, start: usize) 
 /// A patch adding the binary file `path` as `git diff --binary` writes a
 /// new one (`literal`), but declaring `declared` bytes for `actual`.
 pub fn binary_literal_patch(path: &str, declared: usize, actual: &[u8]) -> String {
-    let deflated = miniz_oxide::deflate::compress_to_vec_zlib(actual, 9);
-    let mut out = format!(
-        "diff --git a/{path} b/{path}\nnew file mode 100644\nindex 0000000000000000000000000000000000000000..1111111111111111111111111111111111111111\nGIT binary patch\nliteral {declared}\n"
-    );
-    for chunk in deflated.chunks(52) {
-        out.push(if chunk.len() <= 26 {
-            (b'A' + chunk.len() as u8 - 1) as char
-        } else {
-            (b'a' + chunk.len() as u8 - 27) as char
-        });
-        out.push_str(&base85(chunk));
-        out.push('\n');
-    }
-    out.push_str("\nliteral 0\nHcmV?d00001\n\n");
-    out
-}
-
-/// git's base85 (base85.c), four bytes to five characters.
-fn base85(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 85] =
-        b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~";
-    let mut out = String::new();
-    for chunk in bytes.chunks(4) {
-        let mut word = [0u8; 4];
-        word[..chunk.len()].copy_from_slice(chunk);
-        let mut value = u32::from_be_bytes(word);
-        let mut digits = [0u8; 5];
-        for d in digits.iter_mut().rev() {
-            *d = ALPHABET[(value % 85) as usize];
-            value /= 85;
-        }
-        out.push_str(std::str::from_utf8(&digits).unwrap());
-    }
-    out
+    format!(
+        "diff --git a/{path} b/{path}\nnew file mode 100644\nindex 0000000000000000000000000000000000000000..1111111111111111111111111111111111111111\nGIT binary patch\n{}literal 0\nHcmV?d00001\n\n",
+        longtx_core::patch_policy::preflight::literal_hunk(declared, actual)
+    )
 }
 
 /// `patch` (one edit of an existing file, as git writes it) with its mode

@@ -185,47 +185,48 @@ fn base85_line(line: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn policy() -> PatchPolicy {
-        PatchPolicy::new(1 << 20, 50, "ignore-list.yaml", &[])
-    }
-
-    /// `literal N` and its base85 lines, as git writes them.
-    fn literal(declared: usize, content: &[u8]) -> String {
-        let deflated = miniz_oxide::deflate::compress_to_vec_zlib(content, 9);
-        let mut out = format!("literal {declared}\n");
-        for chunk in deflated.chunks(52) {
-            out.push(if chunk.len() <= 26 {
-                (b'A' + chunk.len() as u8 - 1) as char
-            } else {
-                (b'a' + chunk.len() as u8 - 27) as char
-            });
-            out.push_str(&base85(chunk));
-            out.push('\n');
-        }
-        out.push('\n');
-        out
-    }
-
-    fn base85(bytes: &[u8]) -> String {
-        const ALPHABET: &[u8; 85] =
-            b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~";
-        let mut out = String::new();
-        for chunk in bytes.chunks(4) {
+/// A binary hunk as `git diff --binary` writes one: `literal <declared>`
+/// then `content` deflated, in base85 lines of up to 52 bytes. The reverse
+/// of what [`check`] reads, for the tests and the hostile-result suite
+/// (which declare sizes that lie).
+pub fn literal_hunk(declared: usize, content: &[u8]) -> String {
+    const ALPHABET: &[u8; 85] =
+        b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~";
+    let deflated = miniz_oxide::deflate::compress_to_vec_zlib(content, 9);
+    let mut out = format!("literal {declared}\n");
+    for chunk in deflated.chunks(52) {
+        out.push(if chunk.len() <= 26 {
+            (b'A' + chunk.len() as u8 - 1) as char
+        } else {
+            (b'a' + chunk.len() as u8 - 27) as char
+        });
+        for group in chunk.chunks(4) {
             let mut word = [0u8; 4];
-            word[..chunk.len()].copy_from_slice(chunk);
-            let mut value = u32::from_be_bytes(word) as u64;
+            word[..group.len()].copy_from_slice(group);
+            let mut value = u32::from_be_bytes(word);
             let mut digits = [0u8; 5];
             for d in digits.iter_mut().rev() {
                 *d = ALPHABET[(value % 85) as usize];
                 value /= 85;
             }
-            out.push_str(std::str::from_utf8(&digits).unwrap());
+            out.extend(digits.iter().map(|&d| d as char));
         }
-        out
+        out.push('\n');
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn literal(declared: usize, content: &[u8]) -> String {
+        literal_hunk(declared, content)
+    }
+
+    fn policy() -> PatchPolicy {
+        PatchPolicy::new(1 << 20, 50, "ignore-list.yaml", &[])
     }
 
     fn binary_patch(hunk: &str) -> String {
