@@ -105,6 +105,13 @@ pub fn check(
     Ok(())
 }
 
+/// The scratch branch the Devin template tells Devin to push for round
+/// `round` of `job_id`. longtx deletes it once it has read the run's result:
+/// the name comes from longtx's own convention, never from the run.
+pub fn devin_branch(job_id: i64, round: u32) -> String {
+    format!("longtx-devin/{job_id}-{round}")
+}
+
 /// The longest agent summary kept for the PR body.
 pub const MAX_SUMMARY_CHARS: usize = 4000;
 

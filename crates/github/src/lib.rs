@@ -414,6 +414,13 @@ pub trait GitHub: Send + Sync + 'static {
         max_bytes: u64,
     ) -> impl Future<Output = Result<Vec<u8>, GitHubError>> + Send;
 
+    /// Deletes `branch`; `false` when there was no such branch.
+    fn delete_branch(
+        &self,
+        repo: &RepoName,
+        branch: &str,
+    ) -> impl Future<Output = Result<bool, GitHubError>> + Send;
+
     /// Creates `branch` at `sha`; `false` when it exists already.
     fn create_branch(
         &self,

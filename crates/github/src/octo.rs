@@ -649,6 +649,24 @@ impl GitHub for OctocrabGitHub {
         }
     }
 
+    async fn delete_branch(&self, repo: &RepoName, branch: &str) -> Result<bool, GitHubError> {
+        // docs "Delete a reference": 204; 422 "Reference does not exist".
+        match self
+            .send(
+                "DELETE",
+                &format!("/repos/{repo}/git/refs/heads/{branch}"),
+                None,
+            )
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(GitHubError::Refused {
+                status: 404 | 422, ..
+            }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     async fn create_commit_on_branch(
         &self,
         repo: &RepoName,

@@ -342,7 +342,8 @@ async fn a_patch_to_a_workflow_over_the_cap_or_with_a_symlink_is_refused_and_the
 }
 
 /// A Devin run names its session; longtx reads the ACUs from Devin's API
-/// with its own service token, never the figures the run wrote.
+/// with its own service token, never the figures the run wrote, and
+/// deletes the scratch branch Devin pushed once the result is read.
 #[tokio::test]
 async fn a_devin_run_s_acus_are_read_from_devin_not_from_the_run() {
     let devin = longtx_testkit::FakeDevin::start().await;
@@ -360,6 +361,14 @@ async fn a_devin_run_s_acus_are_read_from_devin_not_from_the_run() {
             "class Order\n  # after commit\nend\n",
         )],
     );
+    // Devin pushed its work to the scratch branch the template names.
+    let scratch = format!("longtx-devin/{job}-0");
+    repo.git(&[
+        "push",
+        "--quiet",
+        repo.bare_path().to_str().unwrap(),
+        &format!("main:refs/heads/{scratch}"),
+    ]);
     let result = json!({"base": base, "summary": "Devin moved the call.", "agent": "devin",
                         "devin_session_id": "5f0a9c", "acus": 999.0, "cost_usd": 9999.0});
     let zip = longtx_github::zip::write(&[
@@ -385,5 +394,20 @@ async fn a_devin_run_s_acus_are_read_from_devin_not_from_the_run() {
     assert_eq!(
         devin.requests(),
         ["GET /v3/organizations/org-acme/sessions/devin-5f0a9c"]
+    );
+    let gone = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(repo.bare_path())
+        .args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{scratch}"),
+        ])
+        .status()
+        .unwrap();
+    assert!(
+        !gone.success(),
+        "longtx deleted Devin's scratch branch once read"
     );
 }

@@ -1134,3 +1134,191 @@ fn rehearsal_limits() -> longtx_github::zip::Limits<'static> {
         max_entries: 64,
     }
 }
+
+/// A throwaway account set up like the runner user of GitHub's hosted
+/// images: passwordless sudo from its own file in /etc/sudoers.d, member of
+/// `sudo` and `docker`, and a root-owned socket the docker group may write
+/// (the Docker socket's shape). Removed when dropped.
+struct HostedRunnerUser {
+    name: String,
+    socket: PathBuf,
+    made_docker_group: bool,
+}
+
+/// Runs an administrator's command: as root directly, else through
+/// `sudo -n` (GitHub's runner user); its success and output.
+fn admin(args: &[&str]) -> (bool, String) {
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.starts_with(b"0\n"))
+        .unwrap_or(false);
+    let mut command = if root {
+        std::process::Command::new(args[0])
+    } else {
+        let mut c = std::process::Command::new("sudo");
+        c.arg("-n").arg(args[0]);
+        c
+    };
+    let out = command.args(&args[1..]).output().unwrap_or_else(|e| {
+        panic!("{args:?}: {e}: this test needs root or passwordless sudo, and `sudo` and `setfacl` (scripts/install-test-deps installs them)")
+    });
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+impl HostedRunnerUser {
+    fn create() -> HostedRunnerUser {
+        for tool in ["sudo", "setfacl", "runuser", "setpriv"] {
+            assert!(
+                std::process::Command::new("sh")
+                    .args(["-c", &format!("command -v {tool}")])
+                    .output()
+                    .unwrap()
+                    .status
+                    .success(),
+                "this test needs `{tool}` (scripts/install-test-deps installs sudo and acl)"
+            );
+        }
+        let name = format!("ltxrun{}", std::process::id());
+        let made_docker_group = !admin(&["getent", "group", "docker"]).0;
+        if made_docker_group {
+            assert!(admin(&["groupadd", "docker"]).0);
+        }
+        let (made, why) = admin(&[
+            "useradd",
+            "--no-create-home",
+            "--user-group",
+            "--groups",
+            "sudo,docker",
+            &name,
+        ]);
+        assert!(made, "useradd: {why}");
+        let sudoers = format!("/etc/sudoers.d/{name}");
+        let (wrote, why) = admin(&[
+            "sh",
+            "-c",
+            &format!(
+                "printf '%s ALL=(ALL) NOPASSWD:ALL\\n' {name} > {sudoers} && chmod 0440 {sudoers}"
+            ),
+        ]);
+        assert!(wrote, "{why}");
+        let socket = PathBuf::from(format!("/run/{name}.sock"));
+        let (bound, why) = admin(&[
+            "python3",
+            "-c",
+            "import grp, os, socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\nos.chown(sys.argv[1], 0, grp.getgrnam('docker').gr_gid)\nos.chmod(sys.argv[1], 0o660)",
+            socket.to_str().unwrap(),
+        ]);
+        assert!(bound, "{why}");
+        HostedRunnerUser {
+            name,
+            socket,
+            made_docker_group,
+        }
+    }
+
+    /// `args` run as this user, with the groups it has now.
+    fn run(&self, args: &[&str]) -> (bool, String) {
+        let mut all = vec!["runuser", "-u", self.name.as_str(), "--"];
+        all.extend_from_slice(args);
+        admin(&all)
+    }
+}
+
+impl Drop for HostedRunnerUser {
+    fn drop(&mut self) {
+        admin(&["rm", "-f", &format!("/etc/sudoers.d/{}", self.name)]);
+        admin(&["rm", "-f", self.socket.to_str().unwrap()]);
+        admin(&["userdel", &self.name]);
+        admin(&["groupdel", &self.name]);
+        if self.made_docker_group {
+            admin(&["groupdel", "docker"]);
+        }
+    }
+}
+
+/// The Claude fix template's "Drop sudo" step, its script run for real as
+/// a user with a hosted runner's power (the rehearsal runs as root, where
+/// the step only warns): afterwards sudo answers no, and a process that
+/// still holds the docker group (as the runner's processes do: group
+/// changes reach only new logins) cannot write the root-owned socket.
+#[test]
+fn the_drop_sudo_step_takes_a_hosted_runners_power_away_for_real() {
+    let template = std::fs::read_to_string(shipped("long-transaction-fix.yml")).unwrap();
+    let script = longtx_testkit::workflow_runner::step_script(
+        &template,
+        "Drop sudo before the agent starts",
+    )
+    .expect("the template has the step");
+    let user = HostedRunnerUser::create();
+    assert!(
+        user.run(&["sudo", "-n", "true"]).0,
+        "the user starts with passwordless sudo"
+    );
+    let dirs = temp("drop-sudo");
+    let runner_temp = dirs.join("runner-temp");
+    std::fs::create_dir_all(runner_temp.join("longtx-pristine")).unwrap();
+    std::fs::write(runner_temp.join("longtx-pristine/config"), "[core]\n").unwrap();
+    std::fs::write(dirs.join("step.sh"), &script).unwrap();
+    admin(&["chown", "-R", &user.name, dirs.path().to_str().unwrap()]);
+
+    // As the runner runs a `run:` step: bash --noprofile --norc -eo pipefail.
+    let (ran, log) = user.run(&[
+        "env",
+        &format!("RUNNER_TEMP={}", runner_temp.display()),
+        "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+        "bash",
+        "--noprofile",
+        "--norc",
+        "-eo",
+        "pipefail",
+        dirs.join("step.sh").to_str().unwrap(),
+    ]);
+    assert!(ran, "the step failed: {log}");
+    assert!(
+        log.contains(&format!("sudo dropped for {}", user.name)),
+        "{log}"
+    );
+
+    assert!(!user.run(&["sudo", "-n", "true"]).0, "sudo still answers");
+    let (uid, gid, docker) = (
+        admin(&["id", "-u", &user.name]).1.trim().to_owned(),
+        admin(&["id", "-g", &user.name]).1.trim().to_owned(),
+        admin(&["getent", "group", "docker"])
+            .1
+            .split(':')
+            .nth(2)
+            .unwrap()
+            .to_owned(),
+    );
+    let (writes, _) = admin(&[
+        "setpriv",
+        &format!("--reuid={uid}"),
+        &format!("--regid={gid}"),
+        &format!("--groups={docker}"),
+        "--",
+        "test",
+        "-w",
+        user.socket.to_str().unwrap(),
+    ]);
+    assert!(
+        !writes,
+        "a process still in the docker group may write the socket"
+    );
+    let (_, owner) = admin(&[
+        "stat",
+        "-c",
+        "%u",
+        runner_temp.join("longtx-pristine").to_str().unwrap(),
+    ]);
+    assert_eq!(
+        owner.trim(),
+        "0",
+        "the saved git config is root's, out of the agent's reach"
+    );
+}

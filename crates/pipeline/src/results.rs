@@ -324,6 +324,19 @@ pub(crate) async fn apply_result<G: GitHub>(
     };
     let cost = fix_cost(settings, &result).await;
     let from_the_run = result.cost.agent.as_deref() != Some("devin");
+    if !from_the_run {
+        // Devin pushed its work to a scratch branch with its own access; the
+        // run has turned it into the patch, so the branch goes.
+        let scratch = longtx_core::agent_run::devin_branch(round.job_id, round.round);
+        match github.delete_branch(repo, &scratch).await {
+            Ok(deleted) => {
+                tracing::info!(branch = %scratch, deleted, "Devin's scratch branch read and deleted")
+            }
+            Err(e) => {
+                tracing::warn!(branch = %scratch, error = %e, "deleting Devin's scratch branch failed; delete it by hand")
+            }
+        }
+    }
     record_cost(
         store,
         round.job_id,

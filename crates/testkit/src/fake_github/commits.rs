@@ -34,6 +34,10 @@ impl FakeGitHub {
 pub(super) fn routes() -> Router<Shared> {
     Router::new()
         .route("/repos/{owner}/{repo}/git/refs", post(create_ref))
+        .route(
+            "/repos/{owner}/{repo}/git/refs/heads/{*branch}",
+            axum::routing::delete(delete_ref),
+        )
         .route("/graphql", post(graphql))
 }
 
@@ -114,6 +118,36 @@ async fn create_ref(
         )
             .into_response(),
         Err(_) => unprocessable("Reference already exists"),
+    }
+}
+
+/// `DELETE /repos/{o}/{r}/git/refs/heads/{branch}` (docs "Delete a
+/// reference"): 204, or 422 "Reference does not exist"; needs
+/// `contents: write`.
+async fn delete_ref(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, branch)): Path<(String, String, String)>,
+) -> Response {
+    let line = format!("DELETE /repos/{owner}/{repo}/git/refs/heads/{branch}");
+    if let Some(refused) = admit(&inner, &headers, line, &[("contents", "write")]).await {
+        return refused;
+    }
+    let Some(dir) = inner.lock().unwrap().repo.git_dir.clone() else {
+        return StatusCode::NOT_IMPLEMENTED.into_response();
+    };
+    let refname = format!("refs/heads/{branch}");
+    let exists = git_with(
+        &dir,
+        &["rev-parse", "--verify", "--quiet", &refname],
+        &[],
+        None,
+    )
+    .is_ok();
+    if exists && git_with(&dir, &["update-ref", "-d", &refname], &[], None).is_ok() {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        unprocessable("Reference does not exist")
     }
 }
 

@@ -397,6 +397,20 @@ pub fn dispatch_inputs(workflow_yaml: &str) -> Result<BTreeMap<String, InputSpec
     Ok(dispatch_specs(&parse_yaml(workflow_yaml)?)?.unwrap_or_default())
 }
 
+/// The `run:` script of the step named `name` in any job of a workflow,
+/// as written (no expression in it is evaluated): for a test that runs one
+/// step's script for real where the rehearsal cannot (as another user).
+pub fn step_script(workflow_yaml: &str, name: &str) -> Option<String> {
+    let wf = parse_yaml(workflow_yaml).ok()?;
+    wf["jobs"].as_mapping()?.values().find_map(|job| {
+        job["steps"].as_sequence()?.iter().find_map(|step| {
+            (ystr(&step["name"]).as_deref() == Some(name))
+                .then(|| ystr(&step["run"]))
+                .flatten()
+        })
+    })
+}
+
 /// None when the workflow has no workflow_dispatch trigger at all.
 fn dispatch_specs(wf: &Yaml) -> Result<Option<BTreeMap<String, InputSpec>>, RehearsalError> {
     let Some(inputs) = on_workflow_dispatch(wf) else {
