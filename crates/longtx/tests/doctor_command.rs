@@ -212,6 +212,21 @@ async fn an_app_without_its_slug_in_the_actions_variables_fails_and_optional_sec
     github.set_actions_variable("LONGTX_APP_SLUG", "longtx-app");
     let (_, report) = doctor(&github, &db, &[]).await;
     assert_eq!(status(&report, "github.app_slug").0, "pass");
+    assert_eq!(
+        status(&report, "github.budgets").0,
+        "pass",
+        "the templates' default budgets are the ones longtx counts"
+    );
+
+    // A run allowed $20 while longtx counts $5 would let the day pass its cap.
+    github.set_actions_variable("LONGTX_MAX_BUDGET_USD", "20");
+    let (_, report) = doctor(&github, &db, &[]).await;
+    let (got, text) = status(&report, "github.budgets");
+    assert_eq!(got, "fail", "{text}");
+    assert!(
+        text.contains("$20.00") && text.contains("LONGTX_RUN_BUDGET_USD"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

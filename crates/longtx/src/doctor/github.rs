@@ -181,6 +181,7 @@ pub async fn checks(config: &Config, fix: bool) -> Vec<Check> {
     }
     checks.push(secrets(&client, &repo, &files).await);
     checks.push(app_slug(&client, &repo, &files).await);
+    checks.push(budgets(&client, &repo, config).await);
     checks.push(timeouts(&timed));
     checks.push(labels(&client, &repo, &config.reviews.wontfix_label, fix).await);
     checks.push(webhook(&client, &repo, &gh.public_url).await);
@@ -512,6 +513,62 @@ async fn app_slug(client: &OctocrabGitHub, repo: &RepoName, files: &[WorkflowFil
             format!("grant the App Variables: read to have this checked, or check by hand: {fix}"),
         ),
         Err(e) => Check::fail(id, e.to_string(), "retry; GitHub did not answer"),
+    }
+}
+
+/// The caps count each run at the budget longtx is configured with; the
+/// templates give the agent `vars.LONGTX_MAX_BUDGET_USD` (default 5) and
+/// `vars.LONGTX_PRE_REVIEW_MAX_BUDGET_USD` (default 2) as
+/// `--max-budget-usd`. A run allowed to spend more than longtx counts lets
+/// the day pass `LONGTX_MAX_COST_PER_DAY`.
+async fn budgets(client: &OctocrabGitHub, repo: &RepoName, config: &Config) -> Check {
+    let id = "github.budgets";
+    let gh = &config.github;
+    let mut over = Vec::new();
+    for (variable, template_default, counted, setting) in [
+        (
+            "LONGTX_MAX_BUDGET_USD",
+            5.0,
+            gh.run_budget_usd,
+            "LONGTX_RUN_BUDGET_USD",
+        ),
+        (
+            "LONGTX_PRE_REVIEW_MAX_BUDGET_USD",
+            2.0,
+            gh.pre_review_budget_usd,
+            "LONGTX_PRE_REVIEW_BUDGET_USD",
+        ),
+    ] {
+        let given = match client.actions_variable(repo, variable).await {
+            Ok(value) => value
+                .and_then(|v| v.trim().trim_start_matches('$').parse::<f64>().ok())
+                .unwrap_or(template_default),
+            Err(GitHubError::Refused { status: 403, .. }) => {
+                return Check::warn(
+                    id,
+                    "longtx may not read Actions variables",
+                    format!("grant the App Variables: read, or check by hand that vars.{variable} is at most {setting}"),
+                )
+            }
+            Err(e) => return Check::fail(id, e.to_string(), "retry; GitHub did not answer"),
+        };
+        if given > counted {
+            over.push(format!(
+                "vars.{variable} lets a run spend ${given:.2}, and longtx counts ${counted:.2} ({setting})"
+            ));
+        }
+    }
+    if over.is_empty() {
+        Check::pass(
+            id,
+            "no run may spend more than the budget longtx counts for it",
+        )
+    } else {
+        Check::fail(
+            id,
+            over.join("; "),
+            "set the variable and the setting to the same amount",
+        )
     }
 }
 
