@@ -9,6 +9,7 @@ mod cross_site;
 mod dashboard;
 mod error;
 mod github;
+mod host_check;
 mod intake;
 mod metrics;
 mod observations;
@@ -81,6 +82,10 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(api::readyz))
         .route_layer(axum::middleware::from_fn(
             cross_site::refuse_cross_site_writes,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            host_check::refuse_foreign_hosts,
         ))
         .route_layer(axum::middleware::from_fn(count_responses))
         .fallback(api::not_found)

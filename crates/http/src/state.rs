@@ -43,6 +43,9 @@ pub struct AppState {
     pub extra_gauges: Option<ExtraGauges>,
     /// The dashboard's what-if input, read at most once a minute.
     pub what_if: crate::observations::WhatIfCache,
+    /// The host of `LONGTX_PUBLIC_URL`: besides IP addresses and
+    /// `localhost`, the one name longtx answers for (see `host_check`).
+    pub public_host: Option<String>,
 }
 
 /// Gauges read at scrape time from outside this crate.
@@ -85,7 +88,17 @@ impl AppState {
             pre_review_mode: PreReviewMode::Off,
             max_revisions: longtx_core::revision::DEFAULT_MAX_REVISIONS,
             requests: None,
+            public_host: None,
         }
+    }
+
+    /// The host of the public URL (`LONGTX_PUBLIC_URL`), the one name
+    /// besides `localhost` requests may be addressed to.
+    pub fn with_public_url(mut self, url: &str) -> Self {
+        self.public_host = url::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned));
+        self
     }
 
     pub fn with_max_revisions(mut self, max: u32) -> Self {

@@ -96,3 +96,84 @@ async fn a_forged_cross_site_write_is_refused_and_changes_nothing() {
     assert_eq!(status, 200);
     assert!(!paused(&app).await);
 }
+
+/// DNS rebinding: a page on evil.example points its name at 127.0.0.1, so
+/// the browser sends `Host: evil.example:PORT` with a matching `Origin`.
+/// Without a token, longtx answers no name but its own: 421, nothing done.
+#[tokio::test]
+async fn requests_for_a_rebound_name_get_421_and_change_nothing() {
+    let app = TestApp::spawn().await;
+    let port = app.base_url.rsplit(':').next().unwrap().to_owned();
+    let evil = format!("evil.example:{port}");
+    let origin = format!("http://{evil}");
+    let rebound = [("host", evil.as_str()), ("origin", origin.as_str())];
+    let (status, answer) = post(&app, "/api/pause", &rebound, None).await;
+    assert_eq!(status, 421, "{answer}");
+    assert_eq!(answer["error"], "misdirected_request");
+    assert!(!paused(&app).await);
+    let alert = json!({"version": "4", "status": "firing", "alerts": [{"status": "firing",
+        "labels": {"query_source": "Rebound::Worker", "table": "orders"}, "annotations": {"value": "150"}}]})
+    .to_string();
+    let (status, _) = post(
+        &app,
+        "/webhooks/alertmanager",
+        &rebound,
+        Some(("application/json", &alert)),
+    )
+    .await;
+    assert_eq!(status, 421);
+    let read = app
+        .client
+        .get(app.url("/api/jobs"))
+        .header("host", &evil)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 421, "no reading either");
+    let (_, jobs) = app.get_json("/api/jobs").await;
+    assert_eq!(jobs["jobs"].as_array().map(Vec::len), Some(0), "{jobs}");
+
+    // The same requests by address or as localhost are answered.
+    let local = format!("localhost:{port}");
+    let (status, _) = post(
+        &app,
+        "/webhooks/alertmanager",
+        &[("host", local.as_str())],
+        Some(("application/json", &alert)),
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
+/// With a token, a rebound name may still not pause dispatch (a second
+/// line of defence), while token-holding API calls by any name work.
+#[tokio::test]
+async fn with_a_token_a_rebound_name_still_cannot_change_state() {
+    let app = TestApp::builder()
+        .token("a-token-of-sixteen-chars")
+        .spawn()
+        .await;
+    let port = app.base_url.rsplit(':').next().unwrap().to_owned();
+    let evil = format!("evil.example:{port}");
+    let (status, _) = post(
+        &app,
+        "/api/pause",
+        &[
+            ("host", &evil),
+            ("authorization", "Bearer a-token-of-sixteen-chars"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, 421);
+    assert!(!paused(&app).await);
+    let read = app
+        .client
+        .get(app.url("/api/jobs"))
+        .header("host", &evil)
+        .bearer_auth("a-token-of-sixteen-chars")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 200);
+}

@@ -40,7 +40,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         ignore_list,
     )
     .with_prompts(prompts)
-    .with_dashboard_token(config.dashboard_token.clone());
+    .with_dashboard_token(config.dashboard_token.clone())
+    .with_public_url(&config.github.public_url);
     let state = match &config.collect_dsn {
         Some(dsn) => {
             let collector = longtx_collector::Collector::spawn(longtx_collector::Settings {
