@@ -16,6 +16,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     if let Some(problem) = crate::config::check::problems(&config).into_iter().next() {
         bail!("refusing to start: {problem} (`longtx config check` lists every problem)");
     }
+    for warning in crate::config::check::warnings(&config) {
+        tracing::warn!(key = warning.key, "{}", warning.message);
+    }
     let ignore_list = load_ignore_list(&config.ignore_list)?;
     // Bind before starting the database so a taken port fails fast.
     let listener = tokio::net::TcpListener::bind(config.listen)

@@ -34,7 +34,7 @@ type Refusal = (
 );
 
 /// The settings `serve` refuses.
-const REFUSED: [Refusal; 5] = [
+const REFUSED: [Refusal; 9] = [
     (
         "a public address without a token",
         &[("LONGTX_LISTEN", "0.0.0.0:0")],
@@ -65,7 +65,52 @@ const REFUSED: [Refusal; 5] = [
         "LONGTX_IGNORE_LIST",
         "broken.yaml",
     ),
+    (
+        "a one-character token beyond loopback",
+        &[
+            ("LONGTX_WEBHOOK_TOKEN", "t"),
+            ("LONGTX_LISTEN", "0.0.0.0:8080"),
+        ],
+        "LONGTX_WEBHOOK_TOKEN",
+        "use 16 or more",
+    ),
+    (
+        "a padded token no Bearer header can carry",
+        &[("LONGTX_WEBHOOK_TOKEN", " a-token-of-sixteen-chars ")],
+        "LONGTX_WEBHOOK_TOKEN",
+        "whitespace at its start or end",
+    ),
+    (
+        "a token holding a zero-width space",
+        &[("LONGTX_DASHBOARD_TOKEN", "a-token-of\u{200b}-sixteen-chars")],
+        "LONGTX_DASHBOARD_TOKEN",
+        "U+200B",
+    ),
+    (
+        "a short GitHub webhook secret beyond loopback",
+        &[
+            ("LONGTX_WEBHOOK_TOKEN", "a-token-of-sixteen-chars"),
+            ("LONGTX_GITHUB_WEBHOOK_SECRET", "abc"),
+            ("LONGTX_LISTEN", "0.0.0.0:8080"),
+        ],
+        "LONGTX_GITHUB_WEBHOOK_SECRET",
+        "is 3 characters",
+    ),
 ];
+
+/// On loopback a short token is a warning, not an error: a local trial
+/// stays one command.
+#[test]
+fn a_short_token_on_loopback_is_a_warning() {
+    let dir = longtx_testkit::TempDir::new("config-check-short");
+    let check = longtx(&["config", "check"], &[("LONGTX_WEBHOOK_TOKEN", "t")], &dir);
+    let shown = text(&check);
+    assert_eq!(check.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains("warning: LONGTX_WEBHOOK_TOKEN: is 1 characters"),
+        "{shown}"
+    );
+}
 
 #[test]
 fn every_refusal_of_serve_is_an_error_of_config_check() {
@@ -104,7 +149,7 @@ fn every_refusal_of_serve_is_an_error_of_config_check() {
 fn a_good_configuration_is_a_table_and_valid_and_json_says_the_same() {
     let dir = longtx_testkit::TempDir::new("config-check-good");
     let env = [
-        ("LONGTX_WEBHOOK_TOKEN", "s3cret-token"),
+        ("LONGTX_WEBHOOK_TOKEN", "s3cret-token-of-24-chars"),
         ("LONGTX_LISTEN", "0.0.0.0:8080"),
     ];
     let check = longtx(&["config", "check"], &env, &dir);
@@ -114,7 +159,7 @@ fn a_good_configuration_is_a_table_and_valid_and_json_says_the_same() {
         shown.contains("LONGTX_WEBHOOK_TOKEN") && shown.contains("<set>"),
         "{shown}"
     );
-    assert!(!shown.contains("s3cret-token"), "{shown}");
+    assert!(!shown.contains("s3cret-token-of-24-chars"), "{shown}");
     assert!(shown.contains("LONGTX_AGENT_TIMEOUT"), "{shown}");
     assert!(shown.contains("configuration is valid"), "{shown}");
 

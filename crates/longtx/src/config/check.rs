@@ -229,10 +229,89 @@ pub fn api_url_problem(c: &Config) -> Option<Problem> {
     )
 }
 
+/// A token or secret shorter than this is guessable: refused when longtx
+/// listens beyond loopback, a warning on loopback (local trials stay one
+/// command).
+pub const MIN_SECRET_CHARS: usize = 16;
+
+/// The secrets a person types or pastes, by the setting that holds them.
+fn typed_secrets(c: &Config) -> Vec<(&'static str, &str)> {
+    let mut secrets = vec![
+        ("LONGTX_WEBHOOK_TOKEN", c.webhook_token.as_deref()),
+        ("LONGTX_DASHBOARD_TOKEN", c.dashboard_token.as_deref()),
+        (
+            "LONGTX_GITHUB_WEBHOOK_SECRET",
+            c.reviews.webhook_secret.as_deref(),
+        ),
+    ];
+    if let Some(longtx_github::Credentials::Token(token)) = &c.github.credentials {
+        secrets.push(("LONGTX_GITHUB_TOKEN", Some(token.as_str())));
+    }
+    secrets
+        .into_iter()
+        .filter_map(|(key, value)| value.map(|v| (key, v)))
+        .collect()
+}
+
+/// Why `secret` can never be matched as typed: whitespace at either end
+/// (no Bearer header carries it, so every write would be locked out), or a
+/// character that shows as nothing.
+fn unusable_secret(secret: &str) -> Option<String> {
+    if secret.trim() != secret {
+        return Some("has whitespace at its start or end, which no Authorization header can carry: remove it".into());
+    }
+    secret
+        .chars()
+        .find(|c| c.is_control() || c.is_whitespace() || is_invisible(*c))
+        .map(|c| {
+            format!(
+                "holds an invisible or blank character (U+{:04X}): retype it",
+                c as u32
+            )
+        })
+}
+
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
+        | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FE00}'..='\u{FE0F}')
+}
+
+/// What `config check` and `serve` warn about but accept.
+pub fn warnings(c: &Config) -> Vec<Problem> {
+    if !c.listen.ip().is_loopback() {
+        return Vec::new();
+    }
+    typed_secrets(c)
+        .into_iter()
+        .filter(|(_, secret)| secret.chars().count() < MIN_SECRET_CHARS && unusable_secret(secret).is_none())
+        .map(|(key, secret)| Problem {
+            key,
+            message: format!(
+                "is {} characters, guessable; fine on loopback, refused beyond it: use {MIN_SECRET_CHARS} or more (`openssl rand -hex 32`)",
+                secret.chars().count()
+            ),
+        })
+        .collect()
+}
+
 /// Every reason `serve` would refuse to start with `c`, before it touches
 /// the network; none means it would start.
 pub fn problems(c: &Config) -> Vec<Problem> {
     let mut found = Vec::new();
+    for (key, secret) in typed_secrets(c) {
+        if let Some(why) = unusable_secret(secret) {
+            found.push(Problem { key, message: why });
+        } else if secret.chars().count() < MIN_SECRET_CHARS && !c.listen.ip().is_loopback() {
+            found.push(Problem {
+                key,
+                message: format!(
+                    "is {} characters while LONGTX_LISTEN is {}: anyone who can reach it could guess it; use {MIN_SECRET_CHARS} or more (`openssl rand -hex 32`)",
+                    secret.chars().count(),
+                    c.listen
+                ),
+            });
+        }
+    }
     if c.webhook_token.is_none() && !c.listen.ip().is_loopback() {
         found.push(Problem {
             key: "LONGTX_WEBHOOK_TOKEN",
@@ -287,6 +366,9 @@ pub fn report(
     }
     let problems = problems(c);
     out.push('\n');
+    for w in warnings(c) {
+        let _ = writeln!(out, "warning: {w}");
+    }
     if problems.is_empty() {
         out.push_str("configuration is valid: `longtx serve` would start with it\n");
     } else {
@@ -325,6 +407,7 @@ pub fn report_json(
             "valid": problems.is_empty(),
             "settings": settings,
             "problems": problems,
+            "warnings": warnings(c),
         }),
         problems,
     )
