@@ -180,7 +180,7 @@ impl Drop for Service {
 /// only the body can show it is wrong.
 fn forged_github_headers(length: usize) -> String {
     format!(
-        "POST /webhooks/github HTTP/1.1\r\nHost: longtx\r\nContent-Type: application/json\r\n\
+        "POST /webhooks/github HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
          X-GitHub-Event: pull_request\r\nX-GitHub-Delivery: forged\r\n\
          X-Hub-Signature-256: sha256={}\r\nContent-Length: {length}\r\n\r\n",
         "0".repeat(64)
@@ -202,7 +202,7 @@ async fn slow_client(addr: String, body: bool, stop: Arc<AtomicBool>, cut: Arc<A
             )
         } else {
             (
-                "POST /webhooks/alertmanager HTTP/1.1\r\nHost: longtx\r\n".into(),
+                "POST /webhooks/alertmanager HTTP/1.1\r\nHost: localhost\r\n".into(),
                 Duration::from_secs(1),
                 b"X-Slow: 1\r\n",
             )

@@ -42,6 +42,12 @@ pub struct GitHubWebhook {
     /// of longtx's, whatever its title says.
     pub fix_workflow: String,
     pub pre_review_workflow: String,
+    /// longtx's own GitHub login, read once at start: a webhook may make a
+    /// PR a job's PR only when longtx authored it (the opener records the
+    /// PRs it opens itself either way). Empty when GitHub did not say:
+    /// then no webhook does. `None` only where no GitHub client exists to
+    /// ask (tests that stand in for the opener by delivering its events).
+    pub own_login: Option<String>,
 }
 
 impl GitHubWebhook {
@@ -53,7 +59,21 @@ impl GitHubWebhook {
             pre_review: PreReviewMode::Off,
             fix_workflow: "long-transaction-fix.yml".to_owned(),
             pre_review_workflow: "long-transaction-pre-review.yml".to_owned(),
+            own_login: None,
         }
+    }
+
+    /// longtx's own login (empty: unknown, so no webhook makes a job's PR).
+    pub fn with_own_login(mut self, login: &str) -> Self {
+        self.own_login = Some(login.to_owned());
+        self
+    }
+
+    /// Whether `author` is longtx's own login.
+    fn authored_by_longtx(&self, author: &str) -> bool {
+        self.own_login
+            .as_deref()
+            .is_none_or(|own| !own.is_empty() && own.eq_ignore_ascii_case(author))
     }
 
     /// The configured workflow files (`LONGTX_WORKFLOW`, the pre-review's).
@@ -315,6 +335,7 @@ async fn pull_request(
         head_sha: pr.head.sha.clone(),
         base_ref: pr.base.git_ref.clone(),
         author: pr.user.login.clone(),
+        opened_by_longtx: webhook.authored_by_longtx(&pr.user.login),
     };
     tracing::Span::current().record("job_id", job_id);
     let applied = state
@@ -631,6 +652,10 @@ fn respond(state: &AppState, event: &str, job_id: i64, applied: Applied) -> Resp
             )
         }
         Applied::Recorded => (StatusCode::ACCEPTED, "recorded", String::new()),
+        Applied::NotTheJobsPr { why } => {
+            tracing::warn!(job_id, %why, "an event about a PR that does not speak for the job; nothing done");
+            (StatusCode::ACCEPTED, "not_the_jobs_pr", why.clone())
+        }
         Applied::WontfixRequested => (
             StatusCode::OK,
             "wontfix_requested",

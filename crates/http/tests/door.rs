@@ -38,7 +38,7 @@ async fn refusals_come_from_the_headers_before_any_body_is_read() {
         .await;
     let post = |path: &str, extra: &str, length: usize| {
         format!(
-            "POST {path} HTTP/1.1\r\nHost: longtx\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n{extra}\r\n"
+            "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n{extra}\r\n"
         )
     };
     // No token: 401 at once, the body never waited for.

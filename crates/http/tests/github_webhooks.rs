@@ -312,3 +312,58 @@ async fn a_run_that_uploaded_no_result_makes_the_job_no_pr_and_a_late_pr_revives
     assert_eq!(answer["outcome"], "moved", "{answer}");
     assert_eq!(t.job(job).await.state, "in_review");
 }
+
+/// Before longtx has recorded a job's PR, a webhook may make a PR the
+/// job's only when longtx authored it: a stranger who opens a PR from
+/// longtx's branch first, with the marker copied, speaks for nothing.
+#[tokio::test]
+async fn a_first_pr_that_longtx_did_not_open_is_not_the_jobs() {
+    let app = longtx_testkit::TestApp::builder()
+        .github_webhook(SECRET)
+        .own_login(longtx_testkit::OWN_LOGIN)
+        .spawn()
+        .await;
+    let hook = longtx_testkit::payloads::AmWebhook::with(
+        longtx_testkit::payloads::AmAlert::firing("admin/users#update").table("users"),
+    );
+    let created: serde_json::Value = app
+        .post_json("/webhooks/alertmanager", &hook.to_json())
+        .await
+        .json()
+        .await
+        .unwrap();
+    let job = created["results"][0]["job_id"].as_i64().unwrap();
+    let stranger = PrEventBuilder::opened(job, 303).author("mallory").to_json();
+    let answer: serde_json::Value = app
+        .post_github("pull_request", "stranger-first", &stranger, SECRET)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["outcome"], "not_the_jobs_pr", "{answer}");
+    assert!(
+        answer["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("opened by @mallory, not by longtx"),
+        "{answer}"
+    );
+    let row = app.store.job(job).await.unwrap().unwrap();
+    assert_eq!((row.state.as_str(), row.pr_number), ("queued", None));
+
+    // longtx's own PR, by its own login, is the job's.
+    let ours = PrEventBuilder::opened(job, 304)
+        .author(longtx_testkit::OWN_LOGIN)
+        .to_json();
+    let answer: serde_json::Value = app
+        .post_github("pull_request", "ours-first", &ours, SECRET)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_ne!(answer["outcome"], "not_the_jobs_pr", "{answer}");
+    assert_eq!(
+        app.store.job(job).await.unwrap().unwrap().pr_number,
+        Some(304)
+    );
+}

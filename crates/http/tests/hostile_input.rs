@@ -166,9 +166,9 @@ async fn stalled_clients_are_cut_off_by_the_timeouts() {
         .await;
     let addr = app.base_url.trim_start_matches("http://").to_owned();
     let cases: [(&str, &[u8]); 4] = [
-        ("half the headers", b"POST /webhooks/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Ty"),
-        ("headers, half the body", b"POST /webhooks/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"version\":"),
-        ("a Content-Length longer than the body", b"POST /webhooks/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{}"),
+        ("half the headers", b"POST /webhooks/alertmanager HTTP/1.1\r\nHost: localhost\r\nContent-Ty"),
+        ("headers, half the body", b"POST /webhooks/alertmanager HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"version\":"),
+        ("a Content-Length longer than the body", b"POST /webhooks/alertmanager HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{}"),
         ("an idle kept-alive connection", b""),
     ];
     for (what, bytes) in cases {
@@ -223,7 +223,7 @@ async fn a_body_sent_a_byte_at_a_time_is_cut_off_though_every_byte_comes_in_time
         .spawn()
         .await;
     let addr = app.base_url.trim_start_matches("http://");
-    let headers = "POST /webhooks/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n";
+    let headers = "POST /webhooks/alertmanager HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n";
     // Each byte comes well within any per-chunk timeout; the request as a
     // whole falls below the minimum rate and past its deadline.
     let (took, answer) = trickle(addr, headers, Duration::from_millis(200)).await;
@@ -244,7 +244,7 @@ async fn slow_clients_filling_every_connection_do_not_keep_an_authorised_alert_o
         let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
         tokio::io::AsyncWriteExt::write_all(
             &mut stream,
-            b"POST /webhooks/github HTTP/1.1\r\nHost: x\r\n",
+            b"POST /webhooks/github HTTP/1.1\r\nHost: localhost\r\n",
         )
         .await
         .unwrap();

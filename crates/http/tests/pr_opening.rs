@@ -411,3 +411,72 @@ async fn a_devin_run_s_acus_are_read_from_devin_not_from_the_run() {
         "longtx deleted Devin's scratch branch once read"
     );
 }
+
+/// Anyone with read access may open a PR from longtx's branch, with the
+/// job's marker copied into its body. Once longtx has opened the job's PR,
+/// that PR alone speaks for the job: the stranger's opening, a
+/// maintainer's won't-fix label on it and its closing all change nothing,
+/// and the recorded PR, author and base stay as longtx opened them.
+#[tokio::test]
+async fn a_second_pr_from_the_jobs_branch_by_someone_else_changes_nothing() {
+    let mut repo = repository_owned_by_alice("second-pr");
+    let t = started(&mut repo).await;
+    let job = t.job_with_agent_running("admin/users#update").await;
+    let run = t.propose_fix(&mut repo, job, None);
+    t.deliver("workflow_run", "run-1", &run_completed(job, run, "success"))
+        .await;
+    let opened = t.wait_for(job, |j| j.state == "in_review").await;
+    let ours = opened.pr_number.expect("longtx opened the job's PR");
+    let recorded = || async {
+        let mut db = t.app.db.connect().await;
+        let row: (Option<i64>, Option<String>, Option<String>) = longtx_testkit::sqlx::query_as(
+            "SELECT pr_number, pr_author, pr_base_ref FROM jobs WHERE id = $1",
+        )
+        .bind(job)
+        .fetch_one(&mut db)
+        .await
+        .unwrap();
+        row
+    };
+    let before = recorded().await;
+    assert_eq!(
+        before,
+        (
+            Some(ours),
+            Some(OWN_LOGIN.to_owned()),
+            Some("main".to_owned())
+        )
+    );
+
+    let stranger = |action: PrEventBuilder| action.author("mallory").base_ref("release").to_json();
+    let impostor = PrEventBuilder::opened(job, 202);
+    for (delivery, event) in [
+        ("second-opened", stranger(impostor.clone())),
+        (
+            "second-wontfix",
+            stranger(
+                impostor
+                    .clone()
+                    .labeled("long-transaction-wontfix", "alice"),
+            ),
+        ),
+        ("second-closed", stranger(impostor.clone().closed(false))),
+    ] {
+        let (_, answer) = t.deliver("pull_request", delivery, &event).await;
+        assert_eq!(answer["outcome"], "not_the_jobs_pr", "{delivery}: {answer}");
+        assert!(
+            answer["detail"]
+                .as_str()
+                .unwrap_or("")
+                .contains(&format!("not the PR longtx opened for job {job} (#{ours})")),
+            "{delivery}: {answer}"
+        );
+    }
+    assert_eq!(t.job(job).await.state, "in_review");
+    assert_eq!(
+        recorded().await,
+        before,
+        "the recorded PR, author and base are longtx's"
+    );
+    assert!(t.github.closed_pulls().is_empty());
+}

@@ -105,6 +105,23 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     served.context("serving HTTP")
 }
 
+/// longtx's own GitHub login, for tying webhook PRs to what longtx
+/// opened; empty (no webhook makes a job's PR, the opener still records
+/// its own) when GitHub does not say within 10 s.
+async fn own_login(github: Option<&longtx_github::OctocrabGitHub>) -> String {
+    use longtx_github::GitHub;
+    let Some(github) = github else {
+        return String::new();
+    };
+    match tokio::time::timeout(Duration::from_secs(10), github.own_login()).await {
+        Ok(Ok(Some(login))) => login,
+        other => {
+            tracing::warn!(answer = ?other.map(|r| r.map(|_| ())), "GitHub did not say longtx's own login: webhooks will not tie PRs to jobs, the PR opener records the PRs it opens");
+            String::new()
+        }
+    }
+}
+
 /// Starts the dispatcher: live with GitHub credentials, else dry-run.
 async fn start_dispatcher(
     config: &Config,
@@ -161,10 +178,12 @@ async fn start_dispatcher(
     };
     let mut state = state.with_dispatch(info);
     if let (Some(secret), Some(repo)) = (&config.reviews.webhook_secret, &gh.repo) {
+        let own_login = own_login(github.as_deref()).await;
         let webhook = longtx_http::GitHubWebhook::new(secret, repo)
             .with_wontfix_label(&config.reviews.wontfix_label)
             .with_pre_review(config.reviews.pre_review)
-            .with_workflows(&gh.workflow, &config.reviews.pre_review_workflow);
+            .with_workflows(&gh.workflow, &config.reviews.pre_review_workflow)
+            .with_own_login(&own_login);
         state = state.with_github_webhook(webhook);
     } else {
         tracing::info!("LONGTX_GITHUB_WEBHOOK_SECRET or LONGTX_GITHUB_REPO unset: /webhooks/github answers 503");

@@ -178,13 +178,13 @@ impl<G: GitHub> Opener<G> {
         let repo = &self.settings.repo;
         let installation = crate::installation::installation(&self.store).await?;
         let branch = installation.branch_of(claim.job_id);
-        if let Some(pull) = self.existing(&branch).await? {
-            return Ok(Found::Pull(pull, None));
-        }
         let base = match &claim.dispatch_ref {
             Some(base) => base.clone(),
             None => self.base().await?,
         };
+        if let Some(pull) = self.existing(&branch, &base).await? {
+            return Ok(Found::Pull(pull, None));
+        }
         let run = claim.run_url.as_deref().unwrap_or("its run");
         let mut summary = claim.agent_summary.clone();
         if claim.fix_commit_sha.is_none() {
@@ -217,7 +217,7 @@ impl<G: GitHub> Opener<G> {
             title: fix_pr::title(&facts),
             body: fix_pr::body(&facts, &installation),
             head: branch.clone(),
-            base,
+            base: base.clone(),
         };
         self.github
             .ensure_label(
@@ -229,13 +229,20 @@ impl<G: GitHub> Opener<G> {
             .await?;
         let pull = match self.github.create_pull(repo, &new).await {
             Ok(pull) => pull,
-            // 422 "A pull request already exists": a racing attempt won.
-            Err(refused @ GitHubError::Refused { status: 422, .. }) => {
-                match self.existing(&branch).await? {
-                    Some(pull) => pull,
-                    None => return Err(refused),
+            // 422 "A pull request already exists": a racing attempt won, or
+            // someone else opened one from longtx's branch, which is never
+            // taken for longtx's.
+            Err(GitHubError::Refused {
+                status: 422,
+                message,
+            }) => match self.existing(&branch, &base).await? {
+                Some(pull) => pull,
+                None => {
+                    return Ok(Found::NoBranch(format!(
+                        "GitHub refused longtx's PR ({message}): a PR from {branch} that longtx did not open is in the way; close it and re-queue the job"
+                    )))
                 }
-            }
+            },
             Err(e) => return Err(e),
         };
         self.github
@@ -324,12 +331,27 @@ impl<G: GitHub> Opener<G> {
         Ok(Ok(summary))
     }
 
-    /// The newest PR for the branch, open ones first.
-    async fn existing(&self, branch: &str) -> Result<Option<PullSummary>, GitHubError> {
-        let mut pulls = self
+    /// The newest PR longtx itself opened from the branch onto `base`, open
+    /// ones first. Anyone with read access may open a PR from longtx's
+    /// branch; only one authored by longtx's own login is longtx's.
+    async fn existing(&self, branch: &str, base: &str) -> Result<Option<PullSummary>, GitHubError> {
+        let own = self.github.own_login().await?;
+        let mut pulls: Vec<PullSummary> = self
             .github
             .pulls_for_branch(&self.settings.repo, branch)
-            .await?;
+            .await?
+            .into_iter()
+            .filter(|p| {
+                let ours = own
+                    .as_deref()
+                    .is_some_and(|own| p.author.eq_ignore_ascii_case(own));
+                if !ours || p.base_ref != base {
+                    tracing::warn!(pr = p.number, author = %p.author, base = %p.base_ref,
+                        "a PR from longtx's branch that longtx did not open (or onto another base); not taken");
+                }
+                ours && p.base_ref == base
+            })
+            .collect();
         pulls.sort_by_key(|p| (p.state == "open", p.number));
         Ok(pulls.pop())
     }
@@ -355,6 +377,8 @@ impl<G: GitHub> Opener<G> {
             head_sha: pull.head_sha.clone(),
             base_ref: pull.base_ref.clone(),
             author: pull.author.clone(),
+            // Opened now, or found with longtx's own login as its author.
+            opened_by_longtx: true,
         };
         match self
             .store

@@ -26,6 +26,10 @@ pub struct PrFacts {
     pub head_sha: String,
     pub base_ref: String,
     pub author: String,
+    /// The PR is one longtx opened: its opener says so, or (a webhook) its
+    /// author is longtx's own login. Only such a PR becomes a job's PR;
+    /// after that, only that PR's number speaks for the job.
+    pub opened_by_longtx: bool,
 }
 
 /// What a delivery did.
@@ -64,6 +68,11 @@ pub enum Applied {
     },
     /// A revision round's run ended: the round is checked or ended.
     RoundRunEnded,
+    /// The event is about a PR that does not speak for the job (another PR
+    /// than the one longtx opened, or a first PR longtx did not open); why.
+    NotTheJobsPr {
+        why: String,
+    },
 }
 
 impl Applied {
@@ -81,6 +90,7 @@ impl Applied {
             Applied::RevisionRequested { new: true } => "revision_requested",
             Applied::RevisionRequested { new: false } => "request_seen_before",
             Applied::RoundRunEnded => "round_run_ended",
+            Applied::NotTheJobsPr { .. } => "not_the_jobs_pr",
         }
     }
 }
@@ -120,6 +130,7 @@ impl Store {
         let outcome = match &applied {
             Applied::Moved { from, to } => format!("moved {from} -> {to}"),
             Applied::Conflict { other_job } => format!("conflict: job {other_job} is active"),
+            Applied::NotTheJobsPr { why } => format!("not the job's PR: {why}"),
             other => other.as_str().to_owned(),
         };
         let job_ref = job_id.filter(|_| applied != Applied::UnknownJob);
@@ -245,7 +256,7 @@ pub(crate) async fn apply(
     pr: Option<&PrFacts>,
     gate: ReviewGate,
 ) -> Result<Applied, StoreError> {
-    let Some(row) = sqlx::query("SELECT state FROM jobs WHERE id = $1 FOR UPDATE")
+    let Some(row) = sqlx::query("SELECT state, pr_number FROM jobs WHERE id = $1 FOR UPDATE")
         .bind(job_id)
         .fetch_optional(&mut *tx)
         .await?
@@ -256,20 +267,54 @@ pub(crate) async fn apply(
         .try_get::<String, _>("state")?
         .parse()
         .map_err(|e: longtx_core::job::UnknownState| sqlx::Error::Decode(e.into()))?;
+    let recorded: Option<i64> = row.try_get("pr_number")?;
     if let Some(pr) = pr {
-        sqlx::query(
-            "UPDATE jobs SET pr_number = $2, pr_url = $3, pr_head_sha = $4, pr_base_ref = $5, \
-                 pr_author = $6, pr_opened_at = COALESCE(pr_opened_at, now()), updated_at = now() \
-             WHERE id = $1",
-        )
-        .bind(job_id)
-        .bind(pr.number as i64)
-        .bind(&pr.url)
-        .bind(&pr.head_sha)
-        .bind(&pr.base_ref)
-        .bind(&pr.author)
-        .execute(&mut *tx)
-        .await?;
+        // Anyone with read access can open a PR from longtx's branch with its
+        // marker copied: only the PR longtx opened speaks for the job, and
+        // its number, author and base never change once recorded.
+        match recorded {
+            Some(number) if number != pr.number as i64 => {
+                return Ok(Applied::NotTheJobsPr {
+                    why: format!(
+                        "PR #{} is not the PR longtx opened for job {job_id} (#{number})",
+                        pr.number
+                    ),
+                })
+            }
+            Some(_) => {
+                sqlx::query(
+                    "UPDATE jobs SET pr_url = $2, pr_head_sha = $3, updated_at = now() WHERE id = $1",
+                )
+                .bind(job_id)
+                .bind(&pr.url)
+                .bind(&pr.head_sha)
+                .execute(&mut *tx)
+                .await?;
+            }
+            None if !pr.opened_by_longtx => {
+                return Ok(Applied::NotTheJobsPr {
+                    why: format!(
+                        "PR #{} was opened by @{}, not by longtx",
+                        pr.number, pr.author
+                    ),
+                })
+            }
+            None => {
+                sqlx::query(
+                    "UPDATE jobs SET pr_number = $2, pr_url = $3, pr_head_sha = $4, pr_base_ref = $5, \
+                         pr_author = $6, pr_opened_at = COALESCE(pr_opened_at, now()), updated_at = now() \
+                     WHERE id = $1",
+                )
+                .bind(job_id)
+                .bind(pr.number as i64)
+                .bind(&pr.url)
+                .bind(&pr.head_sha)
+                .bind(&pr.base_ref)
+                .bind(&pr.author)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
     }
     if let PrEvent::WontfixLabeled { by } = event {
         return Ok(if crate::wontfix::request(tx, job_id, by).await? {

@@ -22,6 +22,7 @@ pub struct TestAppBuilder {
         Option<longtx_github::OctocrabGitHub>,
     )>,
     github_webhook: Option<String>,
+    own_login: Option<String>,
     pre_review: Option<(
         longtx_core::pre_review::PreReviewMode,
         longtx_pipeline::PreReviewSettings,
@@ -77,6 +78,14 @@ impl TestAppBuilder {
     /// Accept GitHub deliveries signed with `secret`, for [`GITHUB_REPO`].
     pub fn github_webhook(mut self, secret: &str) -> Self {
         self.github_webhook = Some(secret.to_owned());
+        self
+    }
+
+    /// longtx's own login as `serve` reads it at start: webhook PRs by
+    /// anyone else never become a job's PR. Unset, the webhook takes any
+    /// author, as the tests that stand in for the PR opener need.
+    pub fn own_login(mut self, login: &str) -> Self {
+        self.own_login = Some(login.to_owned());
         self
     }
 
@@ -231,10 +240,12 @@ impl TestAppBuilder {
         }
         let pre_review_mode = self.pre_review.as_ref().map(|p| p.0).unwrap_or_default();
         if let Some(secret) = &self.github_webhook {
-            state = state.with_github_webhook(
-                longtx_http::GitHubWebhook::new(secret, GITHUB_REPO)
-                    .with_pre_review(pre_review_mode),
-            );
+            let mut webhook = longtx_http::GitHubWebhook::new(secret, GITHUB_REPO)
+                .with_pre_review(pre_review_mode);
+            if let Some(login) = &self.own_login {
+                webhook = webhook.with_own_login(login);
+            }
+            state = state.with_github_webhook(webhook);
         }
         if let Some((settings, github)) = self.requests {
             state = state
@@ -335,6 +346,7 @@ impl TestApp {
             prompts: None,
             dispatcher: None,
             github_webhook: None,
+            own_login: None,
             pre_review: None,
             requests: None,
             reviewer: None,
