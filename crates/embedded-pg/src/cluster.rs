@@ -27,6 +27,22 @@ pub struct EmbeddedPostgres {
     cluster_dir: PathBuf,
     socket_dir: PathBuf,
     run_as: Option<RunAs>,
+    ownership: Ownership,
+}
+
+/// Who answers for the cluster. One process owns it for its whole life (it
+/// holds `pg.lock`, started the server if needed, and stops it at the end);
+/// any other longtx process on the same data dir is a guest that uses the
+/// running server and never stops it. Once the lock was released after the
+/// server started, so `longtx doctor` on serve's data dir took the cluster
+/// over and stopped serve's database on exit.
+#[derive(Debug)]
+enum Ownership {
+    /// The open, locked `pg.lock` (with this process's pid in it).
+    Owner(#[allow(dead_code)] File),
+    Guest {
+        owner_pid: Option<u32>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -38,18 +54,42 @@ struct RunAs {
 
 impl EmbeddedPostgres {
     /// Creates the cluster under `root/pg` when it does not exist, starts it
-    /// unless it is already running, and returns a handle to it. Blocking:
-    /// call it before the async runtime starts serving, or in
-    /// `spawn_blocking`. Concurrent callers on one `root` are serialised.
+    /// unless it is already running, and returns a handle that owns it for
+    /// as long as it lives. When another process owns the cluster already,
+    /// the handle is a guest's: it waits until the server answers and uses
+    /// it, and never starts or stops it. Blocking: call it before the async
+    /// runtime starts serving, or in `spawn_blocking`.
     pub fn start(root: &Path, options: &ClusterOptions) -> Result<Self, EmbeddedPgError> {
         let binaries = locate_binaries()?;
         fs::create_dir_all(root).map_err(io_error(format!("creating {}", root.display())))?;
         let root = root
             .canonicalize()
             .map_err(io_error(format!("resolving {}", root.display())))?;
-        let lock = File::create(root.join("pg.lock"))
-            .map_err(io_error("creating the cluster lock file"))?;
-        lock.lock().map_err(io_error("locking the cluster"))?;
+        let mut lock = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(root.join("pg.lock"))
+            .map_err(io_error("opening the cluster lock file"))?;
+        let ownership = match lock.try_lock() {
+            Ok(()) => {
+                use std::io::{Seek, Write};
+                lock.set_len(0)
+                    .and_then(|()| lock.seek(std::io::SeekFrom::Start(0)))
+                    .and_then(|_| write!(lock, "{}", std::process::id()))
+                    .map_err(io_error("writing the cluster lock file"))?;
+                Ownership::Owner(lock)
+            }
+            Err(fs::TryLockError::WouldBlock) => Ownership::Guest {
+                owner_pid: fs::read_to_string(root.join("pg.lock"))
+                    .ok()
+                    .and_then(|text| text.trim().parse().ok()),
+            },
+            Err(fs::TryLockError::Error(e)) => {
+                return Err(io_error("locking the cluster")(e));
+            }
+        };
 
         let run_as = if unsafe { libc::geteuid() } == 0 {
             Some(unprivileged_user()?)
@@ -63,7 +103,27 @@ impl EmbeddedPostgres {
             cluster_dir,
             socket_dir,
             run_as,
+            ownership,
         };
+        if let Ownership::Guest { owner_pid } = &pg.ownership {
+            // The owner may be starting the server right now.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while !pg.is_running() {
+                if std::time::Instant::now() > deadline {
+                    return Err(EmbeddedPgError::Command {
+                        what: "waiting for the embedded PostgreSQL".into(),
+                        status: "not running".into(),
+                        output: format!(
+                            "{} owns {} but its server did not start within 60 s",
+                            describe_owner(*owner_pid),
+                            root.display()
+                        ),
+                    });
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            return Ok(pg);
+        }
         pg.prepare_dirs()?;
         if !pg.cluster_dir.join("PG_VERSION").exists() {
             pg.initdb()?;
@@ -95,9 +155,24 @@ impl EmbeddedPostgres {
         &self.cluster_dir
     }
 
-    /// Stops the server, letting it finish what it is doing first.
+    /// True when this process owns the cluster (and stops it at the end).
+    pub fn is_owner(&self) -> bool {
+        matches!(self.ownership, Ownership::Owner(_))
+    }
+
+    /// The process that owns the cluster, in a sentence (`longtx (pid 42)`);
+    /// `None` when this process is the owner.
+    pub fn owner(&self) -> Option<String> {
+        match &self.ownership {
+            Ownership::Owner(_) => None,
+            Ownership::Guest { owner_pid } => Some(describe_owner(*owner_pid)),
+        }
+    }
+
+    /// Stops the server, letting it finish what it is doing first; a guest
+    /// leaves it to its owner.
     pub fn stop(&self) -> Result<(), EmbeddedPgError> {
-        if self.is_running() {
+        if self.is_owner() && self.is_running() {
             self.pg_ctl(&["stop", "-w", "-m", "fast"], "pg_ctl stop")?;
         }
         Ok(())
@@ -198,6 +273,31 @@ impl EmbeddedPostgres {
             cmd.uid(user.uid).gid(user.gid).env("HOME", "/tmp");
         }
         cmd
+    }
+}
+
+/// The owner of a cluster, named for a person: its pid and, where
+/// `/proc` says, its command line.
+fn describe_owner(pid: Option<u32>) -> String {
+    let Some(pid) = pid else {
+        return "another process".to_owned();
+    };
+    let command = fs::read(format!("/proc/{pid}/cmdline"))
+        .ok()
+        .map(|raw| {
+            raw.split(|b| *b == 0)
+                .filter(|part| !part.is_empty())
+                .map(|part| String::from_utf8_lossy(part).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|c| !c.is_empty());
+    match command {
+        Some(command) => format!(
+            "`{}` (pid {pid})",
+            command.chars().take(120).collect::<String>()
+        ),
+        None => format!("process {pid}"),
     }
 }
 

@@ -33,6 +33,9 @@ impl Database {
                 })
                 .await
                 .context("starting the embedded PostgreSQL")??;
+                if let Some(owner) = pg.owner() {
+                    tracing::info!(%owner, "the embedded PostgreSQL is owned by another longtx process: using its server, which it stops");
+                }
                 let options = sqlx::postgres::PgConnectOptions::new()
                     .host(&pg.socket_dir().display().to_string())
                     .port(pg.port())
@@ -64,7 +67,14 @@ impl Database {
         Ok(Database { store, embedded })
     }
 
-    /// Closes the pool, then stops the embedded server if there is one.
+    /// The process that owns the embedded cluster when it is not this one
+    /// (another `serve` on the same data dir), in a sentence.
+    pub fn embedded_owner(&self) -> Option<String> {
+        self.embedded.as_ref().and_then(|pg| pg.owner())
+    }
+
+    /// Closes the pool, then stops the embedded server if this process
+    /// owns it.
     pub async fn shutdown(self) {
         self.store.close().await;
         if let Some(pg) = self.embedded {

@@ -374,6 +374,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Migrate => runtime.block_on(async {
             let db = database::Database::open(&config).await?;
+            // A running serve owns the embedded cluster and applied its own
+            // migrations; newer ones wait until it stops (they belong to a
+            // version change, and the running build does not know them).
+            if let Some(owner) = db.embedded_owner() {
+                let pending = db.store.pending_migrations().await;
+                db.shutdown().await;
+                return match pending {
+                    Ok(pending) if pending.is_empty() => {
+                        tracing::info!(%owner, "migrations are current (the embedded database is served by another process)");
+                        Ok(())
+                    }
+                    Ok(pending) => anyhow::bail!(
+                        "{owner} serves the embedded database in LONGTX_DATA_DIR {}: stop it before applying {} migration(s) ({})",
+                        config.data_dir.display(),
+                        pending.len(),
+                        pending.join(", ")
+                    ),
+                    Err(e) => Err(e).context("reading the applied migrations"),
+                };
+            }
             let result = db.store.migrate().await.context("applying migrations");
             db.shutdown().await;
             result?;

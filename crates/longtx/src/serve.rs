@@ -26,6 +26,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .with_context(|| format!("listening on {}", config.listen))?;
 
     let db = Database::open(&config).await?;
+    if let Some(owner) = db.embedded_owner() {
+        db.shutdown().await;
+        bail!(
+            "refusing to start: {owner} already serves from LONGTX_DATA_DIR {} and owns its embedded database; stop it first, or give this one its own LONGTX_DATA_DIR",
+            config.data_dir.display()
+        );
+    }
     if let Err(err) = db.store.migrate().await {
         db.shutdown().await;
         return Err(err).context("applying migrations");

@@ -170,3 +170,91 @@ async fn migrate_applies_and_exits() {
         "migrate stops the server it started"
     );
 }
+
+/// The serving process owns its embedded cluster for its whole life.
+/// `doctor` (which the GitHub set-up tells the operator to run), `migrate`
+/// and `collect` on the same data dir use the running server and leave it
+/// running; a second `serve` there refuses, naming the first. Once, the
+/// first of these took the cluster over and stopped serve's database.
+#[tokio::test]
+async fn other_commands_on_a_serving_data_dir_leave_its_database_running() {
+    let folder = temp_dir("one-owner");
+    let data_dir = folder.join(".longtx");
+    let client = reqwest::Client::new();
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut serving = start(&data_dir, port, &[]);
+    wait_ready(&client, &base, &mut serving).await;
+    let ready = || async {
+        client
+            .get(format!("{base}/readyz"))
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+            .unwrap_or(0)
+    };
+    let command = |args: &[&str], extra: &[(&str, String)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_longtx"));
+        cmd.args(args)
+            .current_dir(data_dir.parent().unwrap())
+            .env_remove("DATABASE_URL")
+            .env_remove("LONGTX_WEBHOOK_TOKEN")
+            .env_remove("LONGTX_GITHUB_TOKEN")
+            .env_remove("GITHUB_TOKEN")
+            .env("LONGTX_DATA_DIR", &data_dir)
+            .env("LONGTX_IGNORE_LIST", data_dir.join("ignore-list.yaml"));
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("the longtx binary runs")
+    };
+    let said = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+
+    let doctor = command(&["doctor", "--allow-dry-run"], &[]);
+    assert!(
+        said(&doctor).contains("local.database"),
+        "{}",
+        said(&doctor)
+    );
+    assert_eq!(ready().await, 200, "after doctor: {}", said(&doctor));
+
+    let migrate = command(&["migrate"], &[]);
+    assert!(migrate.status.success(), "{}", said(&migrate));
+    assert_eq!(ready().await, 200, "after migrate");
+
+    let socket = [data_dir.join("pg-socket")]
+        .into_iter()
+        .find(|d| d.exists())
+        .expect("the cluster's socket folder");
+    let dsn = format!(
+        "postgres://longtx@localhost/postgres?host={}",
+        socket.display()
+    );
+    let collect = command(&["collect", "--once", "--dsn", &dsn], &[]);
+    assert!(collect.status.success(), "{}", said(&collect));
+    assert_eq!(ready().await, 200, "after collect");
+
+    let second_port = free_port();
+    let second = command(
+        &["serve"],
+        &[("LONGTX_LISTEN", format!("127.0.0.1:{second_port}"))],
+    );
+    assert!(!second.status.success());
+    assert!(
+        said(&second).contains("already serves from LONGTX_DATA_DIR")
+            && said(&second).contains(&format!("pid {}", serving.id())),
+        "{}",
+        said(&second)
+    );
+    assert_eq!(ready().await, 200, "after a second serve");
+    // Still writable, not only answering.
+    let created = post_alert(&client, &base, "Owner::Worker").await;
+    assert_eq!(created["results"][0]["outcome"], "created");
+    assert!(terminate(&mut serving).success());
+}
