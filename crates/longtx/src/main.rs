@@ -209,9 +209,14 @@ enum PatternsCommand {
     },
 }
 
+/// The open-files limit in force after start, for sizing the connection
+/// table.
+pub(crate) static OPEN_FILES: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+
 fn main() -> std::process::ExitCode {
     process_tuning::return_large_buffers_to_the_system();
-    process_tuning::raise_open_files_limit();
+    let open_files = process_tuning::raise_open_files_limit();
+    OPEN_FILES.set(open_files).ok();
     let cli = Cli::parse();
     init_tracing();
     match run(cli) {

@@ -22,9 +22,10 @@ pub fn return_large_buffers_to_the_system() {
 }
 
 /// Raises the open-files limit to its hard maximum: the connection table
-/// holds 512 sockets and the database pool and git need descriptors too,
-/// while many systems start processes with a soft limit of 1024.
-pub fn raise_open_files_limit() {
+/// and the database pool, git and GitHub calls all need descriptors, while
+/// many systems start processes with a soft limit of 1024. The soft limit
+/// in force afterwards (`None` where the system does not say).
+pub fn raise_open_files_limit() -> Option<u64> {
     #[cfg(unix)]
     {
         let mut limit = libc::rlimit {
@@ -33,12 +34,50 @@ pub fn raise_open_files_limit() {
         };
         // SAFETY: getrlimit/setrlimit read and write the struct given.
         unsafe {
-            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0
-                && limit.rlim_cur < limit.rlim_max
-            {
-                limit.rlim_cur = limit.rlim_max;
-                libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return None;
+            }
+            if limit.rlim_cur < limit.rlim_max {
+                let raised = libc::rlimit {
+                    rlim_cur: limit.rlim_max,
+                    rlim_max: limit.rlim_max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                    limit = raised;
+                }
             }
         }
+        Some(limit.rlim_cur as u64)
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Descriptors kept out of the connection table: the database pool, the
+/// embedded server's clients, git and the mirror, GitHub and Devin calls,
+/// files, the runtime's own.
+pub const RESERVED_DESCRIPTORS: u64 = 256;
+
+/// The connection table's size under an open-files limit of `soft`: what
+/// the limit leaves past [`RESERVED_DESCRIPTORS`] and the pool, at most
+/// `wanted` and at least 64.
+pub fn connection_slots(soft: Option<u64>, pool: u32, wanted: usize) -> usize {
+    let Some(soft) = soft else {
+        return wanted;
+    };
+    let left = soft.saturating_sub(RESERVED_DESCRIPTORS + pool as u64);
+    (left as usize).clamp(64, wanted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::connection_slots;
+
+    #[test]
+    fn the_table_stays_below_the_descriptor_limit() {
+        assert_eq!(connection_slots(Some(1024), 10, 4096), 758);
+        assert_eq!(connection_slots(Some(1 << 20), 10, 4096), 4096);
+        assert_eq!(connection_slots(Some(200), 10, 4096), 64);
+        assert_eq!(connection_slots(None, 10, 4096), 4096);
     }
 }

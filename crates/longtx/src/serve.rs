@@ -96,11 +96,19 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         verify_merged_fixes(store.clone(), grace, window)
     });
 
-    tracing::info!(listen = %config.listen, auth = config.webhook_token.is_some(), "longtx is serving");
+    let mut limits = longtx_http::ServerLimits::default();
+    let open_files = crate::OPEN_FILES.get().copied().flatten();
+    limits.max_connections = crate::process_tuning::connection_slots(
+        open_files,
+        config.db_max_connections,
+        limits.max_connections,
+    );
+    tracing::info!(listen = %config.listen, auth = config.webhook_token.is_some(),
+        open_files = ?open_files, connections = limits.max_connections, "longtx is serving");
     let served = longtx_http::serve(
         listener,
         longtx_http::router(state),
-        longtx_http::ServerLimits::default(),
+        limits,
         crate::signals::shutdown_signal(),
     )
     .await;

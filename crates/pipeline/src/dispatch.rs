@@ -100,7 +100,14 @@ impl<G: GitHub> Dispatcher<G> {
         let mut last_run_check = tokio::time::Instant::now();
         let mut last_blocked: Option<String> = None;
         loop {
-            let token = random_token();
+            let token = match random_token() {
+                Ok(token) => token,
+                Err(e) => {
+                    tracing::warn!(error = %e, "no randomness for a job token; trying again shortly");
+                    tokio::time::sleep(self.settings.idle_poll).await;
+                    continue;
+                }
+            };
             match self
                 .store
                 .claim_dispatch(
@@ -576,13 +583,28 @@ pub(crate) fn is_old_template(err: &GitHubError) -> bool {
 }
 
 /// A per-job secret for the prompt fetch: 32 random bytes, hex.
-pub(crate) fn random_token() -> String {
-    use std::io::Read;
+/// 32 random bytes as hex, from the kernel's `getrandom(2)`: no file
+/// descriptor is opened, so a process out of descriptors still gets one,
+/// and a failure is an error for the caller, never a panic (opening
+/// /dev/urandom once panicked the dispatcher for good at the descriptor
+/// limit).
+pub(crate) fn random_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .expect("reading /dev/urandom");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    let mut filled = 0;
+    while filled < bytes.len() {
+        let rest = &mut bytes[filled..];
+        // SAFETY: the pointer and length describe `rest`, which is writable.
+        let got = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if got < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        filled += got as usize;
+    }
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 pub(crate) fn count_dispatch(mode: &str) {

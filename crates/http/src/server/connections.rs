@@ -136,20 +136,45 @@ impl Connections {
         }
     }
 
+    /// Closes the connection that waited longest for its client (one not
+    /// proven before proven ones; never one being handled). False when
+    /// every connection is being handled.
+    fn evict_longest_waiting(open: &mut HashMap<u64, Arc<Connection>>) -> bool {
+        let Some(longest_waiting) = open
+            .values()
+            .filter(|c| !c.handling.load(Ordering::Acquire))
+            .min_by_key(|c| (c.proven.load(Ordering::Acquire), c.since()))
+            .map(|c| c.id)
+        else {
+            return false;
+        };
+        let Some(evicted) = open.remove(&longest_waiting) else {
+            return false;
+        };
+        tracing::debug!(
+            waited_ms = evicted.since().elapsed().as_millis() as u64,
+            "closing the connection that waited longest for its client"
+        );
+        evicted.evicted.notify_one();
+        true
+    }
+
+    /// Makes room when the process is out of descriptors (an accept
+    /// failed with EMFILE): the same connection the full table would give
+    /// up goes now. False when there is none to give up.
+    pub(crate) fn shed_one(&self) -> bool {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let shed = Self::evict_longest_waiting(&mut open);
+        if shed {
+            self.freed.notify_one();
+        }
+        shed
+    }
+
     fn try_admit(&self) -> Option<Arc<Connection>> {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        if open.len() >= self.cap {
-            let longest_waiting = open
-                .values()
-                .filter(|c| !c.handling.load(Ordering::Acquire))
-                .min_by_key(|c| (c.proven.load(Ordering::Acquire), c.since()))
-                .map(|c| c.id)?;
-            let evicted = open.remove(&longest_waiting)?;
-            tracing::debug!(
-                waited_ms = evicted.since().elapsed().as_millis() as u64,
-                "connections full: closing the one that waited longest for its client"
-            );
-            evicted.evicted.notify_one();
+        if open.len() >= self.cap && !Self::evict_longest_waiting(&mut open) {
+            return None;
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let connection = Arc::new(Connection::new(id));

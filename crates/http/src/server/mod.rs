@@ -68,6 +68,23 @@ impl Default for ServerLimits {
 /// bounds what a thousand idle or slow connections cost.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 
+/// An accept error, logged at most once every ten seconds with how many
+/// there were since: at the descriptor limit they come by the hundred.
+fn log_accept_error(err: &std::io::Error, shed: bool) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Mutex;
+    static SINCE: AtomicU64 = AtomicU64::new(0);
+    static LAST: Mutex<Option<std::time::Instant>> = Mutex::new(None);
+    let count = SINCE.fetch_add(1, Ordering::Relaxed) + 1;
+    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+    if last.is_some_and(|t| t.elapsed() < Duration::from_secs(10)) {
+        return;
+    }
+    *last = Some(std::time::Instant::now());
+    SINCE.store(0, Ordering::Relaxed);
+    tracing::warn!(error = %err, count, shed, "accepting connections failed (count: since the last such line)");
+}
+
 /// Serves `router` on `listener` until `shutdown` resolves, then lets the
 /// requests in flight finish (at most 30 s).
 pub async fn serve(
@@ -96,9 +113,18 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(err) => {
-                    // Out of file descriptors and the like: wait, do not spin.
-                    tracing::warn!(error = %err, "accepting a connection failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    // Out of file descriptors: the connection that waited
+                    // longest for its client gives way, as when the table is
+                    // full; with none to give up, wait rather than spin.
+                    let out_of_descriptors = matches!(err.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+                    let shed = out_of_descriptors && connections.shed_one();
+                    longtx_metrics::inc(
+                        "longtx_accept_errors_total",
+                        "Connections the kernel could not hand over, by why.",
+                        &[("reason", if out_of_descriptors { "out_of_descriptors" } else { "other" })],
+                    );
+                    log_accept_error(&err, shed);
+                    tokio::time::sleep(Duration::from_millis(if shed { 5 } else { 100 })).await;
                     continue;
                 }
             },
