@@ -80,8 +80,18 @@ pub fn parse_seconds(field: &'static str, raw: &str) -> Result<f64, AlertError> 
             value: truncate_for_message(raw),
         });
     }
+    if value > MAX_DURATION_SECONDS {
+        return Err(AlertError::Invalid {
+            field,
+            reason: "over a week (604800 s): no transaction is held that long, so the figure is a unit mistake",
+        });
+    }
     Ok(value)
 }
+
+/// The longest duration an alert may report: a week. `1e308` was once
+/// stored as it came and ranked above every real alert.
+pub const MAX_DURATION_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
 
 /// Validates an optional table name: short, printable, no whitespace.
 pub fn clean_table(raw: Option<&str>) -> Result<Option<String>, AlertError> {
@@ -144,9 +154,12 @@ mod tests {
 
     #[test]
     fn seconds_reject_words_negative_and_infinite() {
-        for bad in ["slow", "", "-3", "inf", "NaN"] {
+        for bad in ["slow", "", "-3", "inf", "NaN", "1e308", "604801"] {
             assert!(parse_seconds("value", bad).is_err(), "{bad:?} accepted");
         }
+        assert_eq!(parse_seconds("value", "604800").unwrap(), 604800.0);
+        let week = parse_seconds("value", "1e308").unwrap_err().to_string();
+        assert!(week.contains("over a week"), "{week}");
     }
 
     #[test]

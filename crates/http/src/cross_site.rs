@@ -32,7 +32,8 @@ pub async fn refuse_cross_site_writes(request: Request, next: Next) -> Response 
         return next.run(request).await;
     }
     if let Err(refusal) = check(request.headers()) {
-        tracing::warn!(path = %request.uri().path(), error = refusal.error, "a state-changing request was refused");
+        // Counted and logged (at most once per reason every 10 s) as the
+        // refusal is answered.
         return refusal.into_response();
     }
     next.run(request).await

@@ -162,7 +162,17 @@ fn refusal(state: &AppState, headers: &HeaderMap) -> Option<Response> {
     if state.dashboard_auth.allows(headers) {
         return None;
     }
-    tracing::warn!(status = 401, "dashboard request without a valid token");
+    longtx_metrics::inc(
+        "longtx_http_refusals_total",
+        "Requests refused with a 4xx, by reason.",
+        &[("reason", "unauthorized")],
+    );
+    crate::refusal_log::refused(
+        401,
+        "unauthorized",
+        "dashboard request without a valid token",
+        200,
+    );
     let body = state.pages.message(
         "Sign in",
         "This dashboard needs LONGTX_DASHBOARD_TOKEN or LONGTX_WEBHOOK_TOKEN: as the password of Basic auth (any user name) or as a Bearer token.",
@@ -203,11 +213,12 @@ fn store_error(state: &AppState, err: longtx_store::StoreError) -> Response {
 
 fn page_error(state: &AppState, status: StatusCode, title: &str, detail: &str) -> Response {
     if status.is_client_error() {
-        tracing::warn!(
-            status = status.as_u16(),
-            detail,
-            "dashboard request refused"
+        longtx_metrics::inc(
+            "longtx_http_refusals_total",
+            "Requests refused with a 4xx, by reason.",
+            &[("reason", "dashboard")],
         );
+        crate::refusal_log::refused(status.as_u16(), "dashboard", detail, 200);
     }
     (status, Html(state.pages.message(title, detail))).into_response()
 }

@@ -11,6 +11,9 @@ pub struct ApiError {
     pub status: StatusCode,
     pub error: &'static str,
     pub detail: String,
+    /// Seconds for a `Retry-After` header (a 503 the sender should retry).
+    #[serde(skip)]
+    pub retry_after: Option<u32>,
 }
 
 impl ApiError {
@@ -19,6 +22,7 @@ impl ApiError {
             status,
             error,
             detail: detail.into(),
+            retry_after: None,
         }
     }
 
@@ -47,6 +51,18 @@ impl From<longtx_store::StoreError> for ApiError {
                 "no database connection became free in time; retry later",
             );
         }
+        if err.is_unavailable() {
+            // PostgreSQL restarting or failing over: a 503 with Retry-After
+            // is what Alertmanager, Datadog and GitHub retry.
+            tracing::warn!(error = %err, "the database is unavailable");
+            let mut unavailable = Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "database_unavailable",
+                "the database is restarting or unreachable; nothing was recorded, retry shortly",
+            );
+            unavailable.retry_after = Some(5);
+            return unavailable;
+        }
         tracing::error!(error = %err, "database error");
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -56,11 +72,33 @@ impl From<longtx_store::StoreError> for ApiError {
     }
 }
 
+/// The most of a refusal's detail (which may quote the sender's input) a
+/// log line carries.
+const LOGGED_DETAIL_CHARS: usize = 200;
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if self.status.is_client_error() {
-            tracing::warn!(status = self.status.as_u16(), error = self.error, detail = %self.detail, "request refused");
+            longtx_metrics::inc(
+                "longtx_http_refusals_total",
+                "Requests refused with a 4xx, by reason.",
+                &[("reason", self.error)],
+            );
+            crate::refusal_log::refused(
+                self.status.as_u16(),
+                self.error,
+                &self.detail,
+                LOGGED_DETAIL_CHARS,
+            );
         }
-        (self.status, Json(self)).into_response()
+        let retry_after = self.retry_after;
+        let mut response = (self.status, Json(self)).into_response();
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(seconds),
+            );
+        }
+        response
     }
 }

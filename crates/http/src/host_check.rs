@@ -34,8 +34,7 @@ pub async fn refuse_foreign_hosts(
         .and_then(|h| h.to_str().ok());
     match host {
         Some(host) if !is_allowed(host, state.public_host.as_deref()) => {
-            tracing::warn!(path = %crate::intake::printable(path, 100), host = %crate::intake::printable(host, 100),
-                "a request for another host was refused (DNS rebinding?)");
+            // Counted and logged, at most once every 10 s, as it is answered.
             ApiError::new(
                 StatusCode::MISDIRECTED_REQUEST,
                 "misdirected_request",

@@ -316,7 +316,17 @@ fn respond(
     });
     results.truncate(MAX_ECHOED_RESULTS);
     if let Some(detail) = &detail {
-        tracing::warn!(origin = origin.as_str(), %detail, "alerts rejected");
+        longtx_metrics::inc(
+            "longtx_http_refusals_total",
+            "Requests refused with a 4xx, by reason.",
+            &[("reason", "alerts_rejected")],
+        );
+        crate::refusal_log::refused(
+            200,
+            "alerts_rejected",
+            &format!("{}: {detail}", origin.as_str()),
+            200,
+        );
     }
     // One usable alert makes the delivery a success: Alertmanager counts
     // any non-2xx as a failed notification (and kube-prometheus alerts on

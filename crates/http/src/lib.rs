@@ -13,6 +13,7 @@ mod host_check;
 mod intake;
 mod metrics;
 mod observations;
+mod refusal_log;
 mod retired;
 mod server;
 mod state;

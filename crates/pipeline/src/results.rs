@@ -471,6 +471,17 @@ pub(crate) async fn find_dispatched_run<G: GitHub>(
         started_at,
     };
     Ok(runs.into_iter().find(|run| {
-        named(run) && longtx_core::agent_run::check(&dispatched, &run.observed(), true).is_ok()
+        if !named(run) {
+            return false;
+        }
+        match longtx_core::agent_run::check(&dispatched, &run.observed(), true) {
+            Ok(()) => true,
+            Err(why) => {
+                // A run carrying the job's name but failing a tie is someone
+                // else's (a PR's CI, an older dispatch): said, then passed by.
+                tracing::warn!(run = run.id, %why, "a run named for this job is not the one longtx dispatched; not taken");
+                false
+            }
+        }
     }))
 }

@@ -61,4 +61,18 @@ impl StoreError {
     pub fn is_pool_timeout(&self) -> bool {
         matches!(self, StoreError::Database(sqlx::Error::PoolTimedOut))
     }
+
+    /// True when the server is going away or not there: it shut down the
+    /// connection (`57P01`-`57P03`, a restart or failover), the connection
+    /// broke (`08...`, an I/O error) or the pool is closed. Retrying later
+    /// helps; nothing was recorded.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::Io(_) | sqlx::Error::PoolClosed) => true,
+            StoreError::Database(sqlx::Error::Database(e)) => e
+                .code()
+                .is_some_and(|code| code.starts_with("57P") || code.starts_with("08")),
+            _ => false,
+        }
+    }
 }
