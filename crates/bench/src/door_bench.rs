@@ -14,7 +14,13 @@
 //!    memory must grow by less than 100 MB at the peak and come back
 //!    within 16 MiB of where it started within 60 s.
 //!
-//! 3. After the slow clients (still connected), a new alert's job must be
+//! 3. Starvation: `--starving` forged deliveries each declaring 5 MiB and
+//!    sending 6 kB/s (as long as the request deadline lets them), beside
+//!    genuine signed GitHub pings at 10/s: every ping answered, p99 under
+//!    100 ms (they once took 8.5-10 s, at GitHub's delivery timeout,
+//!    because the forged ones reserved the body budget by their declared
+//!    size).
+//! 4. After the slow clients (still connected), a new alert's job must be
 //!    dispatched (a dry run: no GitHub) within 5 s: the dispatcher lives on
 //!    when descriptors ran out.
 //!
@@ -47,6 +53,7 @@ struct Settings {
     large_mib: usize,
     longtx: Option<PathBuf>,
     nofile: Option<u64>,
+    starving: usize,
 }
 
 fn parse_args() -> anyhow::Result<Settings> {
@@ -59,11 +66,12 @@ fn parse_args() -> anyhow::Result<Settings> {
         large_mib: 5,
         longtx: None,
         nofile: None,
+        starving: 60,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         if flag == "--small" {
-            (s.slow_header, s.slow_body, s.seconds, s.large) = (100, 100, 5, 40);
+            (s.slow_header, s.slow_body, s.seconds, s.large, s.starving) = (100, 100, 5, 40, 20);
             continue;
         }
         let value = args
@@ -78,6 +86,7 @@ fn parse_args() -> anyhow::Result<Settings> {
             "--large-mib" => s.large_mib = value.parse()?,
             "--longtx" => s.longtx = Some(value.into()),
             "--nofile" => s.nofile = Some(value.parse()?),
+            "--starving" => s.starving = value.parse()?,
             other => bail!("unknown flag {other}; see the comment at the top of door_bench.rs"),
         }
     }
@@ -256,6 +265,101 @@ async fn slow_client(addr: String, body: bool, stop: Arc<AtomicBool>, cut: Arc<A
         }
         cut.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// A forged GitHub delivery declaring 5 MiB and sending 600 bytes every
+/// 100 ms (6 kB/s), reconnecting whenever it is cut off.
+async fn starving_client(addr: String, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut stream) = TcpStream::connect(&addr).await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        if stream
+            .write_all(forged_github_headers(5 * MIB).as_bytes())
+            .await
+            .is_err()
+        {
+            continue;
+        }
+        let chunk = [b' '; 600];
+        let mut answer = [0u8; 512];
+        loop {
+            tokio::select! {
+                _ = stream.read(&mut answer) => break,
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                    if stop.load(Ordering::Relaxed) || stream.write_all(&chunk).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Genuine signed GitHub pings at 10/s for `seconds`, beside `--starving`
+/// forged slow deliveries: every ping must be answered, p99 under 100 ms.
+async fn starvation_phase(s: &Settings, service: &Service) -> anyhow::Result<bool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let starving: Vec<_> = (0..s.starving)
+        .map(|_| tokio::spawn(starving_client(service.base.clone(), stop.clone())))
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let client = reqwest::Client::new();
+    let url = format!("http://{}/webhooks/github", service.base);
+    let body = r#"{"zen":"Keep it logically awesome.","hook_id":1}"#;
+    let signature = longtx_testkit::github_events::sign(SECRET, body.as_bytes());
+    let mut sent = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let until = Instant::now() + Duration::from_secs(s.seconds);
+    let mut n = 0u64;
+    while Instant::now() < until {
+        tick.tick().await;
+        n += 1;
+        let request = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("x-github-event", "ping")
+            .header("x-github-delivery", format!("door-bench-ping-{n}"))
+            .header("x-hub-signature-256", &signature)
+            .body(body)
+            .timeout(Duration::from_secs(10));
+        sent.push(tokio::spawn(async move {
+            let started = Instant::now();
+            let ok = request.send().await.is_ok_and(|r| r.status().is_success());
+            (ok, started.elapsed())
+        }));
+    }
+    let mut latencies = Vec::new();
+    let mut failures = 0;
+    for handle in sent {
+        let (ok, took) = handle.await?;
+        if !ok {
+            failures += 1;
+        }
+        latencies.push(took);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for c in starving {
+        c.abort();
+    }
+    latencies.sort();
+    let p99 = percentile(&latencies, 0.99);
+    println!(
+        "starvation: {} forged deliveries declaring 5 MiB at 6 kB/s; signed pings at 10/s for {} s: {} sent, {} failed, p50 {:.1} ms, p99 {:.1} ms",
+        s.starving,
+        s.seconds,
+        latencies.len(),
+        failures,
+        ms(percentile(&latencies, 0.5)),
+        ms(p99)
+    );
+    let met = failures == 0 && p99 < Duration::from_millis(100);
+    println!(
+        "  goal every ping answered, p99 < 100 ms: {}",
+        if met { "met" } else { "NOT met" }
+    );
+    Ok(met)
 }
 
 /// An authorised alert, one of 20 sources, as Alertmanager sends it.
@@ -513,8 +617,9 @@ fn main() -> anyhow::Result<()> {
     let met = runtime.block_on(async {
         let service = Service::start(&binary, settings.nofile).await?;
         let slow = slow_clients_phase(&settings, &service).await?;
+        let starved = starvation_phase(&settings, &service).await?;
         let large = large_bodies_phase(&settings, &service).await?;
-        anyhow::Ok(slow && large)
+        anyhow::Ok(slow && starved && large)
     })?;
     if !met {
         bail!("a goal was not met");

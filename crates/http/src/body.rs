@@ -4,14 +4,16 @@
 //! longtx buffer (or wait for) a single byte of its body; a declared
 //! `Content-Length` over the route's cap is refused before any is read.
 //!
-//! Bodies that must be read to be authenticated (GitHub's, whose signature
-//! covers the body) draw on one server-wide budget of bytes in flight,
-//! reserved before the first byte is read and held until the handler ends
-//! ([`read_to_verify`]). Many large forged deliveries at once then wait for
-//! the budget (and time out at the request deadline) instead of each
-//! holding megabytes: memory is bounded by the budget, not by the number of
-//! connections. Bodies behind the token are already authorised and skip
-//! the budget, so forged deliveries never delay an authorised alert.
+//! Every body read draws on one server-wide budget of bytes held, charged
+//! as the bytes arrive (not by the declared length) and held until the
+//! handler ends. Many large forged deliveries at once then wait for the
+//! budget (and time out at the request deadline) instead of each holding
+//! megabytes: memory is bounded by the budget, not by the number of
+//! connections. Charging by what arrived, not what was declared, matters:
+//! a dozen clients declaring 5 MiB and sending 6 kB/s once reserved the
+//! whole budget and held a genuine GitHub ping for ten seconds, while what
+//! they had actually sent was a few kilobytes. Authorised bodies count too
+//! (300 bodies of 1 MiB behind a valid token once took 162 MB).
 
 use crate::error::ApiError;
 use crate::server::{BodyCut, RequestDeadline};
@@ -20,12 +22,24 @@ use axum::http::{header, request::Parts, StatusCode};
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// The bytes of request bodies the server may hold at once, in KiB.
+/// The bytes of request bodies the server may hold at once, in KiB, and
+/// the large bodies it reads at once.
 #[derive(Debug, Clone)]
 pub(crate) struct BodyBudget {
     permits: Arc<Semaphore>,
     total_kib: u32,
+    /// A body declared larger than [`SMALL_BODY`] is read only with one of
+    /// these: as many as fit the budget at GitHub's 5 MiB cap. A flood of
+    /// large bodies then waits unread (its bytes stay in the kernel), while
+    /// small bodies, a GitHub ping or an alert, never wait behind it.
+    large_readers: Arc<Semaphore>,
 }
+
+/// Bodies declared at most this large are read at once, charged as they
+/// arrive; larger ones first take a large reader's place.
+pub(crate) const SMALL_BODY: usize = 64 * 1024;
+/// What one large reader may hold: GitHub's cap on a delivery.
+const LARGE_BODY_SHARE: usize = 5 * 1024 * 1024;
 
 impl BodyBudget {
     pub(crate) fn new(bytes: usize) -> Self {
@@ -33,6 +47,7 @@ impl BodyBudget {
         BodyBudget {
             permits: Arc::new(Semaphore::new(total_kib as usize)),
             total_kib,
+            large_readers: Arc::new(Semaphore::new((bytes / LARGE_BODY_SHARE).max(1))),
         }
     }
 }
@@ -41,10 +56,12 @@ fn kib(bytes: usize) -> u32 {
     u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
 }
 
-/// A body read in full, with its share of the budget held until dropped.
+/// A body read in full, with its share of the budget (and, for a large
+/// one, its reader's place) held until dropped.
 pub(crate) struct AuthorisedBody {
     bytes: Bytes,
     _budget: Option<OwnedSemaphorePermit>,
+    _reader: Option<OwnedSemaphorePermit>,
 }
 
 impl std::ops::Deref for AuthorisedBody {
@@ -64,24 +81,19 @@ fn too_large(limit: usize) -> ApiError {
 
 /// The body, at most `limit` bytes, read now that the request's token
 /// passed: 413 for a declared or actual size over the limit, 408 when it
-/// does not arrive within the request deadline or keep up the minimum rate.
+/// does not arrive within the request deadline or keep up the minimum rate,
+/// 503 when the server's body budget stays spent until the deadline.
 pub(crate) async fn read_authorised(
     parts: &Parts,
     body: Body,
     limit: usize,
 ) -> Result<AuthorisedBody, ApiError> {
-    let expected = expected_size(parts, limit)?;
-    let bytes = collect(body, expected, limit, |_| {}).await?;
-    Ok(AuthorisedBody {
-        bytes,
-        _budget: None,
-    })
+    read_to_verify(parts, body, limit, |_| {}).await
 }
 
 /// The body of a request whose signature covers it, at most `limit` bytes,
-/// read within the server's body budget, each chunk given to `digest` (the
-/// HMAC) as it arrives: as [`read_authorised`], and 503 when the budget
-/// stays spent until the request's deadline.
+/// each chunk given to `digest` (the HMAC) as it arrives: as
+/// [`read_authorised`].
 pub(crate) async fn read_to_verify(
     parts: &Parts,
     body: Body,
@@ -89,15 +101,45 @@ pub(crate) async fn read_to_verify(
     digest: impl FnMut(&[u8]),
 ) -> Result<AuthorisedBody, ApiError> {
     let expected = expected_size(parts, limit)?;
-    let budget = match parts.extensions.get::<BodyBudget>() {
-        Some(budget) => Some(reserve(budget, expected, parts).await?),
-        None => None,
+    let deadline = parts
+        .extensions
+        .get::<RequestDeadline>()
+        .map(|d| d.0)
+        .unwrap_or_else(|| tokio::time::Instant::now() + std::time::Duration::from_secs(10));
+    let budget = parts.extensions.get::<BodyBudget>().cloned();
+    let reader = match &budget {
+        Some(budget) if expected > SMALL_BODY => Some(large_reader(budget, deadline).await?),
+        _ => None,
     };
-    let bytes = collect(body, expected, limit, digest).await?;
+    let (bytes, held) = collect(body, expected, limit, digest, budget.as_ref(), deadline).await?;
     Ok(AuthorisedBody {
         bytes,
-        _budget: budget,
+        _budget: held,
+        _reader: reader,
     })
+}
+
+/// A large reader's place, waiting until `deadline` at most.
+async fn large_reader(
+    budget: &BodyBudget,
+    deadline: tokio::time::Instant,
+) -> Result<OwnedSemaphorePermit, ApiError> {
+    let readers = budget.large_readers.clone();
+    match tokio::time::timeout_at(deadline, readers.acquire_owned()).await {
+        Ok(Ok(place)) => Ok(place),
+        _ => {
+            longtx_metrics::inc(
+                "longtx_body_budget_waits_total",
+                "Request bodies answered 503 because the body budget stayed spent until their deadline.",
+                &[],
+            );
+            Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "longtx is reading as many large request bodies as it holds at once; retry shortly",
+            ))
+        }
+    }
 }
 
 /// The declared size (413 when over `limit`), or `limit` for a body of
@@ -115,55 +157,93 @@ fn expected_size(parts: &Parts, limit: usize) -> Result<usize, ApiError> {
     }
 }
 
-async fn reserve(
+/// How long a body that holds part of the budget waits for more. Bodies
+/// charged as they arrive hold what they read while they wait, so a flood
+/// of large bodies could hold the whole budget between them with none able
+/// to finish; after this wait a body gives its share back (503) and the
+/// others go on.
+const MAX_BUDGET_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `kib` more KiB of the budget, waiting [`MAX_BUDGET_WAIT`] (and until
+/// `deadline`) at most.
+async fn charge(
     budget: &BodyBudget,
-    bytes: usize,
-    parts: &Parts,
+    kib: u32,
+    deadline: tokio::time::Instant,
 ) -> Result<OwnedSemaphorePermit, ApiError> {
-    // Never more than the whole budget, or a large body would wait forever.
-    let wanted = kib(bytes).clamp(1, budget.total_kib);
-    let deadline = parts
-        .extensions
-        .get::<RequestDeadline>()
-        .map(|d| d.0)
-        .unwrap_or_else(|| tokio::time::Instant::now() + std::time::Duration::from_secs(10));
     let permits = budget.permits.clone();
-    match tokio::time::timeout_at(deadline, permits.acquire_many_owned(wanted)).await {
+    let until = deadline.min(tokio::time::Instant::now() + MAX_BUDGET_WAIT);
+    match tokio::time::timeout_at(until, permits.acquire_many_owned(kib)).await {
         Ok(Ok(permit)) => Ok(permit),
         _ => {
-            tracing::warn!(
-                bytes,
-                "the body budget stayed spent until the request's deadline; answered 503"
+            longtx_metrics::inc(
+                "longtx_body_budget_waits_total",
+                "Request bodies answered 503 because the body budget stayed spent until their deadline.",
+                &[],
             );
             Err(ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "busy",
-                "longtx is reading as many request bodies as it holds at once; retry shortly",
+                "longtx is holding as many request bodies as it keeps at once; retry shortly",
             ))
         }
     }
 }
 
-/// Reads the body into one buffer of the declared size (a single
-/// allocation, which the allocator hands back to the system once freed).
+/// The most of a body reserved in memory before its bytes arrive: a
+/// declared length is the sender's word, not bytes it sent. Above glibc's
+/// mmap threshold (fixed at 128 KiB, `process_tuning`), so a large body's
+/// buffer is its own mapping from the start and goes back to the system
+/// when dropped; the pages are resident only once bytes are written.
+const FIRST_ALLOCATION: usize = 256 * 1024;
+
+/// Reads the body, charging `budget` for each KiB as it arrives; the bytes
+/// and the budget they hold.
 async fn collect(
     mut body: Body,
     expected: usize,
     limit: usize,
     mut digest: impl FnMut(&[u8]),
-) -> Result<Bytes, ApiError> {
+    budget: Option<&BodyBudget>,
+    deadline: tokio::time::Instant,
+) -> Result<(Bytes, Option<OwnedSemaphorePermit>), ApiError> {
     use http_body::Body as _;
-    let mut buffer = Vec::with_capacity(expected.min(limit));
+    let mut buffer = Vec::with_capacity(expected.min(limit).min(FIRST_ALLOCATION));
+    let mut held: Option<OwnedSemaphorePermit> = None;
+    let mut charged_kib = 0u32;
     loop {
         let frame = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await;
         match frame {
-            None => return Ok(Bytes::from(buffer)),
+            None => return Ok((Bytes::from(buffer), held)),
             Some(Ok(frame)) => {
                 if let Some(data) = frame.data_ref() {
                     if buffer.len() + data.len() > limit {
                         return Err(too_large(limit));
                     }
+                    if let Some(budget) = budget {
+                        // Never more than the whole budget, or a body would
+                        // wait for ever.
+                        let owed = kib(buffer.len() + data.len()).min(budget.total_kib);
+                        if owed > charged_kib {
+                            let more = charge(budget, owed - charged_kib, deadline).await?;
+                            match &mut held {
+                                Some(held) => held.merge(more),
+                                None => held = Some(more),
+                            }
+                            charged_kib = owed;
+                        }
+                    }
                     digest(data);
+                    if buffer.capacity() - buffer.len() < data.len()
+                        && buffer.len() >= FIRST_ALLOCATION
+                    {
+                        // Grow towards the declared size in one step once the
+                        // sender has proven it sends: one allocation, which
+                        // the allocator hands back to the system once freed.
+                        buffer.reserve_exact(
+                            expected.min(limit).max(buffer.len() + data.len()) - buffer.len(),
+                        );
+                    }
                     buffer.extend_from_slice(data);
                 }
             }

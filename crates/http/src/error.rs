@@ -102,3 +102,25 @@ impl IntoResponse for ApiError {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection the server broke (a restart, a failover) is a 503 the
+    /// sender retries after the header's seconds, not a 500.
+    #[test]
+    fn a_database_going_away_is_a_503_with_retry_after() {
+        let broken = longtx_store::StoreError::Database(sqlx_io_error());
+        let response = ApiError::from(broken).into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[axum::http::header::RETRY_AFTER], "5");
+    }
+
+    fn sqlx_io_error() -> sqlx::Error {
+        sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "the server closed the connection",
+        ))
+    }
+}
