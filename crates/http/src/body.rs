@@ -127,19 +127,24 @@ async fn large_reader(
     let readers = budget.large_readers.clone();
     match tokio::time::timeout_at(deadline, readers.acquire_owned()).await {
         Ok(Ok(place)) => Ok(place),
-        _ => {
-            longtx_metrics::inc(
-                "longtx_body_budget_waits_total",
-                "Request bodies answered 503 because the body budget stayed spent until their deadline.",
-                &[],
-            );
-            Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
-                "longtx is reading as many large request bodies as it holds at once; retry shortly",
-            ))
-        }
+        _ => Err(busy(
+            "reading as many large request bodies as it reads at once",
+        )),
     }
+}
+
+/// 503: the budget stayed spent while the body waited; counted.
+fn busy(doing: &str) -> ApiError {
+    longtx_metrics::inc(
+        "longtx_body_budget_waits_total",
+        "Request bodies answered 503 because the body budget stayed spent while they waited.",
+        &[],
+    );
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "busy",
+        format!("longtx is {doing}; retry shortly"),
+    )
 }
 
 /// The declared size (413 when over `limit`), or `limit` for a body of
@@ -175,18 +180,7 @@ async fn charge(
     let until = deadline.min(tokio::time::Instant::now() + MAX_BUDGET_WAIT);
     match tokio::time::timeout_at(until, permits.acquire_many_owned(kib)).await {
         Ok(Ok(permit)) => Ok(permit),
-        _ => {
-            longtx_metrics::inc(
-                "longtx_body_budget_waits_total",
-                "Request bodies answered 503 because the body budget stayed spent until their deadline.",
-                &[],
-            );
-            Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
-                "longtx is holding as many request bodies as it keeps at once; retry shortly",
-            ))
-        }
+        _ => Err(busy("holding as many request bodies as it keeps at once")),
     }
 }
 

@@ -162,11 +162,6 @@ fn refusal(state: &AppState, headers: &HeaderMap) -> Option<Response> {
     if state.dashboard_auth.allows(headers) {
         return None;
     }
-    longtx_metrics::inc(
-        "longtx_http_refusals_total",
-        "Requests refused with a 4xx, by reason.",
-        &[("reason", "unauthorized")],
-    );
     crate::refusal_log::refused(
         401,
         "unauthorized",
@@ -213,11 +208,6 @@ fn store_error(state: &AppState, err: longtx_store::StoreError) -> Response {
 
 fn page_error(state: &AppState, status: StatusCode, title: &str, detail: &str) -> Response {
     if status.is_client_error() {
-        longtx_metrics::inc(
-            "longtx_http_refusals_total",
-            "Requests refused with a 4xx, by reason.",
-            &[("reason", "dashboard")],
-        );
         crate::refusal_log::refused(status.as_u16(), "dashboard", detail, 200);
     }
     (status, Html(state.pages.message(title, detail))).into_response()

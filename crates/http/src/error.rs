@@ -79,11 +79,6 @@ const LOGGED_DETAIL_CHARS: usize = 200;
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if self.status.is_client_error() {
-            longtx_metrics::inc(
-                "longtx_http_refusals_total",
-                "Requests refused with a 4xx, by reason.",
-                &[("reason", self.error)],
-            );
             crate::refusal_log::refused(
                 self.status.as_u16(),
                 self.error,

@@ -316,11 +316,6 @@ fn respond(
     });
     results.truncate(MAX_ECHOED_RESULTS);
     if let Some(detail) = &detail {
-        longtx_metrics::inc(
-            "longtx_http_refusals_total",
-            "Requests refused with a 4xx, by reason.",
-            &[("reason", "alerts_rejected")],
-        );
         crate::refusal_log::refused(
             200,
             "alerts_rejected",

@@ -18,9 +18,14 @@ struct Seen {
 
 static SEEN: Mutex<Option<HashMap<&'static str, Seen>>> = Mutex::new(None);
 
-/// Notes one refusal for `reason`; logs it when no line for that reason
+/// Counts one refusal for `reason`; logs it when no line for that reason
 /// was written in the last ten seconds.
 pub(crate) fn refused(status: u16, reason: &'static str, detail: &str, max_chars: usize) {
+    longtx_metrics::inc(
+        "longtx_http_refusals_total",
+        "Requests refused with a 4xx (and alerts of a batch rejected), by reason.",
+        &[("reason", reason)],
+    );
     let count = {
         let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
         let seen = seen.get_or_insert_with(HashMap::new);
