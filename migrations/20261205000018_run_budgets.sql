@@ -27,3 +27,9 @@ ON CONFLICT DO NOTHING;
 -- access; their later commands on it are dropped without a permission
 -- lookup or a reply.
 ALTER TABLE revision_requests ADD COLUMN refused_for_permission BOOLEAN NOT NULL DEFAULT false;
+
+-- A round whose result longtx could not apply is retried with a backoff
+-- and ends, with the reason, after a bounded number of attempts instead of
+-- looping until its artifact expires.
+ALTER TABLE revision_rounds ADD COLUMN apply_attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE revision_rounds ADD COLUMN apply_next_at TIMESTAMPTZ;

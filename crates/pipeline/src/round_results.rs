@@ -11,6 +11,10 @@ use longtx_github::GitHub;
 use longtx_store::RoundToApply;
 use tracing::Instrument;
 
+/// Tries at applying one round's result before it ends with the reason
+/// (with the backoff, about an hour of trying).
+const MAX_ROUND_ATTEMPTS: i32 = 10;
+
 /// What applying a round's result came to.
 enum Outcome {
     Committed(String),
@@ -37,8 +41,24 @@ impl<G: GitHub> Opener<G> {
             Some(sha) => Ok(Outcome::Committed(sha.clone())),
             None => self.round_outcome(&round).await,
         };
+        // A failure that may pass is retried with a backoff, a bounded number
+        // of times; then the round ends with the last reason.
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => match self.store.round_apply_failed(round.job_id, round.round).await {
+                Ok(attempts) if attempts >= MAX_ROUND_ATTEMPTS => Outcome::Refused(format!(
+                    "longtx gave up applying the round's result after {attempts} attempts; the last failed: {e}"
+                )),
+                Ok(attempts) => {
+                    return tracing::warn!(error = %e, attempts, "applying the round's result failed; retried after a backoff")
+                }
+                Err(db) => {
+                    return tracing::warn!(error = %e, db_error = %db, "applying the round's result failed; retried")
+                }
+            },
+        };
         let ended = match outcome {
-            Ok(Outcome::Committed(sha)) => {
+            Outcome::Committed(sha) => {
                 if let Err(e) = self
                     .store
                     .record_round_commit(round.job_id, round.round, &sha)
@@ -50,12 +70,12 @@ impl<G: GitHub> Opener<G> {
                     .record_round_head(round.job_id, round.round, Some(&sha))
                     .await
             }
-            Ok(Outcome::Unchanged) => {
+            Outcome::Unchanged => {
                 self.store
                     .record_round_head(round.job_id, round.round, Some(&round.base_sha))
                     .await
             }
-            Ok(Outcome::Refused(why)) => {
+            Outcome::Refused(why) => {
                 // Said on the PR first (found again by its marker), then ended.
                 let marker = format!(
                     "<!-- longtx-round-refused: {} {} -->",
@@ -80,9 +100,6 @@ impl<G: GitHub> Opener<G> {
                 self.store
                     .refuse_round(round.job_id, round.round, &why)
                     .await
-            }
-            Err(e) => {
-                return tracing::warn!(error = %e, "applying the round's result failed; retried")
             }
         };
         match ended {

@@ -152,7 +152,8 @@ impl Store {
             "SELECT r.job_id, r.round, r.run_id, r.run_url, COALESCE(r.base_sha, r.head_before) AS base_sha, \
                     r.commit_sha, j.pr_number, j.query_source \
              FROM revision_rounds r JOIN jobs j ON j.id = r.job_id \
-             WHERE r.state = 'checking' ORDER BY r.job_id, r.round LIMIT 100",
+             WHERE r.state = 'checking' AND (r.apply_next_at IS NULL OR r.apply_next_at <= now()) \
+             ORDER BY r.job_id, r.round LIMIT 100",
         )
         .fetch_all(self.pool())
         .await?;
@@ -171,6 +172,22 @@ impl Store {
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(StoreError::Database)
+    }
+
+    /// Applying round `round` of `job_id` failed for a reason that may pass:
+    /// the next try waits 10 s, doubling up to 10 minutes. The attempts so
+    /// far.
+    pub async fn round_apply_failed(&self, job_id: i64, round: u32) -> Result<i32, StoreError> {
+        Ok(sqlx::query_scalar(
+            "UPDATE revision_rounds SET apply_attempts = apply_attempts + 1, \
+                 apply_next_at = now() + make_interval(secs => LEAST(10 * power(2, apply_attempts), 600)) \
+             WHERE job_id = $1 AND round = $2 RETURNING apply_attempts",
+        )
+        .bind(job_id)
+        .bind(round as i32)
+        .fetch_optional(self.pool())
+        .await?
+        .unwrap_or(0))
     }
 
     /// The round's commit is made: kept before the round ends, so a retry
