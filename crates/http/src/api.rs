@@ -281,13 +281,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<serde_js
             StatusCode::SERVICE_UNAVAILABLE,
             Json(serde_json::json!({
                 "status": "unavailable",
-                "detail": format!(
-                    "the {} worker was restarted {} times in {} minutes; the last panic: {}",
-                    worst.worker,
-                    worst.restarts,
-                    longtx_pipeline::workers_window_minutes(),
-                    worst.last_error
-                ),
+                "detail": worst.to_string(),
                 "dying_workers": dying.iter().map(|d| d.worker).collect::<Vec<_>>(),
             })),
         );

@@ -228,15 +228,13 @@ async fn collect(
                         }
                     }
                     digest(data);
-                    if buffer.capacity() - buffer.len() < data.len()
-                        && buffer.len() >= FIRST_ALLOCATION
-                    {
-                        // Grow towards the declared size in one step once the
-                        // sender has proven it sends: one allocation, which
-                        // the allocator hands back to the system once freed.
-                        buffer.reserve_exact(
-                            expected.min(limit).max(buffer.len() + data.len()) - buffer.len(),
-                        );
+                    // Once the sender has sent past the first allocation,
+                    // grow to the declared size in one step (one mapping,
+                    // handed back to the system when freed); past a declared
+                    // size that lied, by doubling.
+                    if buffer.capacity() - buffer.len() < data.len() {
+                        let wanted = expected.min(limit).max(buffer.len() + data.len());
+                        buffer.reserve(wanted - buffer.len());
                     }
                     buffer.extend_from_slice(data);
                 }

@@ -3,7 +3,8 @@
 //! log line is written at most once per reason every ten seconds, with how
 //! many were refused for that reason since the last line. Floods once wrote
 //! 80 MB of log, and 200,000 pipelined requests 38 MiB in 2 seconds. What
-//! the line quotes of the sender's input is cut short.
+//! the line quotes of the sender's input is cut short. Accept errors at the
+//! descriptor limit, which come by the hundred, share the same throttle.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -18,6 +19,30 @@ struct Seen {
 
 static SEEN: Mutex<Option<HashMap<&'static str, Seen>>> = Mutex::new(None);
 
+/// Notes one event of kind `key`: how many there were since the last line
+/// when a line is due (none for `key` in the last ten seconds), else `None`.
+pub(crate) fn due(key: &'static str) -> Option<u64> {
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    let seen = seen.get_or_insert_with(HashMap::new);
+    match seen.get_mut(key) {
+        Some(entry) if entry.last_logged.elapsed() < EVERY => {
+            entry.since += 1;
+            None
+        }
+        entry => {
+            let count = entry.map_or(0, |e| e.since) + 1;
+            seen.insert(
+                key,
+                Seen {
+                    last_logged: Instant::now(),
+                    since: 0,
+                },
+            );
+            Some(count)
+        }
+    }
+}
+
 /// Counts one refusal for `reason`; logs it when no line for that reason
 /// was written in the last ten seconds.
 pub(crate) fn refused(status: u16, reason: &'static str, detail: &str, max_chars: usize) {
@@ -26,33 +51,8 @@ pub(crate) fn refused(status: u16, reason: &'static str, detail: &str, max_chars
         "Requests refused with a 4xx (and alerts of a batch rejected), by reason.",
         &[("reason", reason)],
     );
-    let count = {
-        let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
-        let seen = seen.get_or_insert_with(HashMap::new);
-        match seen.get_mut(reason) {
-            Some(entry) if entry.last_logged.elapsed() < EVERY => {
-                entry.since += 1;
-                return;
-            }
-            Some(entry) => {
-                let count = entry.since + 1;
-                *entry = Seen {
-                    last_logged: Instant::now(),
-                    since: 0,
-                };
-                count
-            }
-            None => {
-                seen.insert(
-                    reason,
-                    Seen {
-                        last_logged: Instant::now(),
-                        since: 0,
-                    },
-                );
-                1
-            }
-        }
+    let Some(count) = due(reason) else {
+        return;
     };
     let mut shown: String = detail.chars().take(max_chars).collect();
     if shown.len() < detail.len() {

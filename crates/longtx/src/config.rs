@@ -285,12 +285,8 @@ fn dollars(
 ) -> Result<f64, ConfigError> {
     match var(key).filter(|v| !v.trim().is_empty()) {
         None => Ok(default),
-        Some(v) => v
-            .trim()
-            .trim_start_matches('$')
-            .parse::<f64>()
-            .ok()
-            .filter(|n| n.is_finite() && *n > 0.0 && *n <= 10_000.0)
+        Some(v) => amount_of_dollars(&v)
+            .filter(|n| *n > 0.0 && *n <= 10_000.0)
             .ok_or_else(|| {
                 invalid(
                     key,
@@ -298,6 +294,15 @@ fn dollars(
                 )
             }),
     }
+}
+
+/// `12.5` or `$12.5` as a finite number; `None` for anything else.
+fn amount_of_dollars(text: &str) -> Option<f64> {
+    text.trim()
+        .trim_start_matches('$')
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite())
 }
 
 fn invalid(key: &'static str, message: impl fmt::Display) -> ConfigError {
@@ -761,17 +766,12 @@ fn load_github(
         max_cost_per_day: var("LONGTX_MAX_COST_PER_DAY")
             .filter(|v| !v.trim().is_empty())
             .map(|v| {
-                v.trim()
-                    .trim_start_matches('$')
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|n| n.is_finite() && *n >= 0.0)
-                    .ok_or_else(|| {
-                        invalid(
-                            "LONGTX_MAX_COST_PER_DAY",
-                            format!("{v:?} is not an amount of US dollars"),
-                        )
-                    })
+                amount_of_dollars(&v).filter(|n| *n >= 0.0).ok_or_else(|| {
+                    invalid(
+                        "LONGTX_MAX_COST_PER_DAY",
+                        format!("{v:?} is not an amount of US dollars"),
+                    )
+                })
             })
             .transpose()?,
         run_budget_usd: dollars(

@@ -209,14 +209,9 @@ enum PatternsCommand {
     },
 }
 
-/// The open-files limit in force after start, for sizing the connection
-/// table.
-pub(crate) static OPEN_FILES: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-
 fn main() -> std::process::ExitCode {
     process_tuning::return_large_buffers_to_the_system();
-    let open_files = process_tuning::raise_open_files_limit();
-    OPEN_FILES.set(open_files).ok();
+    process_tuning::raise_open_files_limit();
     let cli = Cli::parse();
     init_tracing();
     match run(cli) {
@@ -432,13 +427,7 @@ fn init_tracing() {
             .location()
             .map(|l| format!("{}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        let what = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        let what: String = what.chars().take(300).collect();
+        let what = longtx_core::text::panic_text(info.payload());
         tracing::error!(panic = %what, at = %at, "a task panicked");
     }));
 }

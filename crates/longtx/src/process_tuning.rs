@@ -23,34 +23,37 @@ pub fn return_large_buffers_to_the_system() {
 
 /// Raises the open-files limit to its hard maximum: the connection table
 /// and the database pool, git and GitHub calls all need descriptors, while
-/// many systems start processes with a soft limit of 1024. The soft limit
-/// in force afterwards (`None` where the system does not say).
-pub fn raise_open_files_limit() -> Option<u64> {
+/// many systems start processes with a soft limit of 1024.
+pub fn raise_open_files_limit() {
     #[cfg(unix)]
-    {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit/setrlimit read and write the struct given.
-        unsafe {
-            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-                return None;
-            }
-            if limit.rlim_cur < limit.rlim_max {
-                let raised = libc::rlimit {
-                    rlim_cur: limit.rlim_max,
-                    rlim_max: limit.rlim_max,
-                };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                    limit = raised;
-                }
+    if let Some(mut limit) = nofile() {
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            // SAFETY: setrlimit reads the struct given.
+            unsafe {
+                libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
             }
         }
-        Some(limit.rlim_cur as u64)
     }
+}
+
+/// The open-files limit in force (the soft one); `None` where the system
+/// does not say.
+pub fn open_files_limit() -> Option<u64> {
+    #[cfg(unix)]
+    return nofile().map(|limit| limit.rlim_cur as u64);
     #[cfg(not(unix))]
     None
+}
+
+#[cfg(unix)]
+fn nofile() -> Option<libc::rlimit> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct given.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0).then_some(limit)
 }
 
 /// Descriptors kept out of the connection table: the database pool, the

@@ -97,7 +97,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     });
 
     let mut limits = longtx_http::ServerLimits::default();
-    let open_files = crate::OPEN_FILES.get().copied().flatten();
+    let open_files = crate::process_tuning::open_files_limit();
     limits.max_connections = crate::process_tuning::connection_slots(
         open_files,
         config.db_max_connections,

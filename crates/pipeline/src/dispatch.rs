@@ -582,8 +582,8 @@ pub(crate) fn is_old_template(err: &GitHubError) -> bool {
         if message.contains("Unexpected inputs") || message.contains("Required input"))
 }
 
-/// A per-job secret for the prompt fetch: 32 random bytes, hex.
-/// 32 random bytes as hex, from the kernel's `getrandom(2)`: no file
+/// A per-job secret for the prompt fetch: 32 random bytes as hex, from
+/// the kernel's `getrandom(2)`: no file
 /// descriptor is opened, so a process out of descriptors still gets one,
 /// and a failure is an error for the caller, never a panic (opening
 /// /dev/urandom once panicked the dispatcher for good at the descriptor

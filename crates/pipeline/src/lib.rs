@@ -31,7 +31,4 @@ pub use reviewers::{
 };
 pub use rounds::round_inputs;
 pub use wontfix::{spawn_wontfix_worker, WontfixQueue, WontfixSettings};
-pub use workers::{
-    dying_workers, spawn as spawn_supervised, stop_workers,
-    window_minutes as workers_window_minutes, Dying,
-};
+pub use workers::{dying_workers, spawn as spawn_supervised, stop_workers, Dying};

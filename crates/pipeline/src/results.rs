@@ -153,7 +153,9 @@ pub(crate) async fn prepare<G: GitHub>(
     base: &str,
     patch: &[u8],
 ) -> Result<Proposal, ApplyError> {
-    let (policy, text) = (settings.policy.clone(), patch.to_vec());
+    // One copy of the patch, shared by the two blocking steps.
+    let patch: std::sync::Arc<[u8]> = patch.into();
+    let (policy, text) = (settings.policy.clone(), patch.clone());
     let judged = tokio::task::spawn_blocking(move || -> Result<bool, String> {
         longtx_git::patch::preflight(&policy, &text).map_err(|e| e.to_string())?;
         let files = longtx_git::patch::files_of(&text).map_err(|e| e.to_string())?;
@@ -177,7 +179,7 @@ pub(crate) async fn prepare<G: GitHub>(
         .fetch(branch, token.as_deref(), settings.fetch_timeout)
         .await?;
     let path = settings.mirror.path.clone();
-    let (base, patch, policy) = (base.to_owned(), patch.to_vec(), settings.policy.clone());
+    let (base, policy) = (base.to_owned(), settings.policy.clone());
     let applied = tokio::task::spawn_blocking(move || {
         let repo = longtx_git::open(&path)?;
         longtx_git::patch::apply(&repo, &base, &patch, &policy)

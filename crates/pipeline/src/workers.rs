@@ -78,7 +78,7 @@ where
             tracing::info!(worker = name, "worker finished");
             return;
         };
-        let why = panic_message(&panic);
+        let why = longtx_core::text::panic_text(panic.as_ref());
         let restarts = record_restart(name, &why);
         longtx_metrics::inc(
             "longtx_worker_restarts_total",
@@ -95,18 +95,6 @@ where
     }
 }
 
-fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
-    let text = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic with no message".to_owned());
-    longtx_core::text::one_line(&text)
-        .chars()
-        .take(300)
-        .collect()
-}
-
 /// Counts a restart of `name`; its restarts so far.
 fn record_restart(name: &'static str, why: &str) -> u64 {
     let mut health = HEALTH.lock().unwrap_or_else(|p| p.into_inner());
@@ -120,9 +108,17 @@ fn record_restart(name: &'static str, why: &str) -> u64 {
     entry.restarts
 }
 
-/// [`DYING_WINDOW`] in minutes, for messages.
-pub fn window_minutes() -> u64 {
-    DYING_WINDOW.as_secs() / 60
+impl std::fmt::Display for Dying {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the {} worker was restarted {} times in {} minutes; the last panic: {}",
+            self.worker,
+            self.restarts,
+            DYING_WINDOW.as_secs() / 60,
+            self.last_error
+        )
+    }
 }
 
 /// The workers restarted [`DYING_RESTARTS`] times within [`DYING_WINDOW`].

@@ -421,21 +421,8 @@ pub(crate) async fn dispatch_counts(
 pub(crate) fn blocked_reason(status: &DispatchStatus, caps: Caps) -> Option<String> {
     if status.paused {
         Some("waiting: dispatch is paused".to_owned())
-    } else if status.dispatched_today + status.in_flight >= caps.max_per_day {
-        Some(format!(
-            "waiting: the daily dispatch cap ({}) is reached",
-            caps.max_per_day
-        ))
-    } else if let Some(max) = caps.max_cost_per_day.filter(|max| {
-        // Claimed runs not yet sent count their budget too, and the next
-        // run's budget must still fit: the cap is never overshot.
-        status.budget_today_usd + (status.in_flight + 1) as f64 * caps.run_budget_usd > *max
-    }) {
-        Some(format!(
-            "waiting: today's counted agent budget (${:.2}, ${:.2} a run) leaves no room under the daily cost cap (${max:.2})",
-            status.budget_today_usd + status.in_flight as f64 * caps.run_budget_usd,
-            caps.run_budget_usd
-        ))
+    } else if let Some(full) = day_is_full(status, caps, caps.run_budget_usd) {
+        Some(full)
     } else if status.running >= caps.max_running {
         Some(format!(
             "waiting: {} agent runs are going, the most allowed at once",
@@ -444,6 +431,27 @@ pub(crate) fn blocked_reason(status: &DispatchStatus, caps: Caps) -> Option<Stri
     } else {
         None
     }
+}
+
+/// Why the day has no room for one more run whose budget is `next_budget`
+/// (a fix run's or a pre-review's): the daily count, or the cost cap.
+/// Claimed runs not yet sent count their budget too, and the next run's
+/// budget must still fit: the cap is never overshot.
+pub(crate) fn day_is_full(status: &DispatchStatus, caps: Caps, next_budget: f64) -> Option<String> {
+    if status.dispatched_today + status.in_flight >= caps.max_per_day {
+        return Some(format!(
+            "waiting: the daily dispatch cap ({}) is reached",
+            caps.max_per_day
+        ));
+    }
+    let counted = status.budget_today_usd + status.in_flight as f64 * caps.run_budget_usd;
+    caps.max_cost_per_day
+        .filter(|max| counted + next_budget > *max)
+        .map(|max| {
+            format!(
+                "waiting: today's counted agent budget (${counted:.2}, ${next_budget:.2} a run) leaves no room under the daily cost cap (${max:.2})"
+            )
+        })
 }
 
 pub(crate) async fn insert_dispatch(

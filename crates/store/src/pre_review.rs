@@ -106,14 +106,9 @@ impl Store {
     ) -> Result<Option<PreReviewClaim>, StoreError> {
         let mut conn = self.acquire().await?;
         let status = crate::dispatch::dispatch_counts(&mut conn).await?;
-        let over_count = status.dispatched_today + status.in_flight >= caps.max_per_day;
-        let over_cost = caps.max_cost_per_day.is_some_and(|max| {
-            status.budget_today_usd
-                + status.in_flight as f64 * caps.run_budget_usd
-                + caps.pre_review_budget_usd
-                > max
-        });
-        if status.paused || over_count || over_cost {
+        if status.paused
+            || crate::dispatch::day_is_full(&status, caps, caps.pre_review_budget_usd).is_some()
+        {
             return Ok(None);
         }
         let row = sqlx::query(

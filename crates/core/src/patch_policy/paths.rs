@@ -9,6 +9,7 @@
 //! Latin letter they imitate, lower case, and trailing dots and spaces cut
 //! from every part.
 
+use crate::text::is_invisible;
 use unicode_normalization::UnicodeNormalization;
 
 /// `path` folded for comparison (see the module's doc).
@@ -34,21 +35,6 @@ pub fn fold(path: &str) -> String {
 pub fn is_deceptive(path: &str) -> bool {
     path.chars()
         .any(|c| is_invisible(c) || (look_alike(c) != c && !c.is_ascii()))
-}
-
-/// Characters that render as nothing: zero-width spaces and joiners,
-/// direction marks and overrides, the word joiner and invisible operators,
-/// the byte-order mark, soft hyphen, variation selectors and tags.
-fn is_invisible(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
-        | '\u{180B}'..='\u{180F}'
-        | '\u{200B}'..='\u{200F}'
-        | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{206F}'
-        | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}'
-        | '\u{FE00}'..='\u{FE0F}'
-        | '\u{E0000}'..='\u{E0FFF}')
 }
 
 /// Letters from other scripts that look like a Latin one in a file list,

@@ -71,18 +71,9 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// An accept error, logged at most once every ten seconds with how many
 /// there were since: at the descriptor limit they come by the hundred.
 fn log_accept_error(err: &std::io::Error, shed: bool) {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::Mutex;
-    static SINCE: AtomicU64 = AtomicU64::new(0);
-    static LAST: Mutex<Option<std::time::Instant>> = Mutex::new(None);
-    let count = SINCE.fetch_add(1, Ordering::Relaxed) + 1;
-    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
-    if last.is_some_and(|t| t.elapsed() < Duration::from_secs(10)) {
-        return;
+    if let Some(count) = crate::refusal_log::due("accept_error") {
+        tracing::warn!(error = %err, count, shed, "accepting connections failed (count: since the last such line)");
     }
-    *last = Some(std::time::Instant::now());
-    SINCE.store(0, Ordering::Relaxed);
-    tracing::warn!(error = %err, count, shed, "accepting connections failed (count: since the last such line)");
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets the

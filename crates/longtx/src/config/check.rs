@@ -262,18 +262,13 @@ fn unusable_secret(secret: &str) -> Option<String> {
     }
     secret
         .chars()
-        .find(|c| c.is_control() || c.is_whitespace() || is_invisible(*c))
+        .find(|c| c.is_control() || c.is_whitespace() || longtx_core::text::is_invisible(*c))
         .map(|c| {
             format!(
                 "holds an invisible or blank character (U+{:04X}): retype it",
                 c as u32
             )
         })
-}
-
-fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
-        | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FE00}'..='\u{FE0F}')
 }
 
 /// What `config check` and `serve` warn about but accept.
