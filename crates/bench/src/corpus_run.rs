@@ -6,11 +6,14 @@ use anyhow::Context;
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 
+#[derive(Clone)]
 pub struct CorpusRun {
     /// The repository root (for `patterns/` and the default corpus).
     pub root: PathBuf,
     pub checkouts: PathBuf,
     pub corpus: PathBuf,
+    /// `--corpus` was given (else the default folder).
+    pub corpus_given: bool,
     /// `--misses`: print each miss.
     pub misses: bool,
 }
@@ -30,10 +33,13 @@ impl CorpusRun {
         let checkouts = PathBuf::from(flag("--checkouts").with_context(|| {
             format!("--checkouts DIR is required: the clones made by `scripts/corpus-checkouts DIR {default_corpus}`")
         })?);
-        let corpus = flag("--corpus")
+        let given = flag("--corpus");
+        let corpus_given = given.is_some();
+        let corpus = given
             .map(PathBuf::from)
             .unwrap_or_else(|| root.join(default_corpus));
         Ok(CorpusRun {
+            corpus_given,
             misses: args.iter().any(|a| a == "--misses"),
             root,
             checkouts,

@@ -6,7 +6,14 @@
 //!   in the same file, spans the fixed line);
 //! - the top pattern against the one the fix matches (fixes labelled
 //!   `none` are left out of this figure);
-//! - whether the fixed file is named anywhere in the rendered prompt.
+//! - whether the fixed file is named anywhere in the rendered prompt;
+//! - for fixes labelled with the slow calls they moved, whether a call is
+//!   missing from the prompt while its site is there (neither listed as
+//!   slow work of a shown site nor inside a shown excerpt).
+//!
+//! It reports two halves: `corpus/real-fixes` (the rules were tuned on it)
+//! and `corpus/real-fixes-heldout` (labelled blind, never used to tune a
+//! rule): the held-out figure is the one that counts.
 //!
 //! The checkouts stay out of this repository and need their history:
 //! `scripts/corpus-checkouts DIR corpus/real-fixes` clones each application;
@@ -29,6 +36,10 @@ struct Tally {
     with_pattern: usize,
     pattern_top1: usize,
     file_named: usize,
+    /// Fixes labelled with the slow calls they moved, whose site is shown.
+    with_calls: usize,
+    /// Of those, fixes with a moved call the prompt does not show.
+    call_missing: usize,
 }
 
 impl Tally {
@@ -39,6 +50,8 @@ impl Tally {
         self.with_pattern += other.with_pattern;
         self.pattern_top1 += other.pattern_top1;
         self.file_named += other.file_named;
+        self.with_calls += other.with_calls;
+        self.call_missing += other.call_missing;
     }
 
     fn print(&self, name: &str) {
@@ -53,6 +66,12 @@ impl Tally {
             pct(self.pattern_top1, self.with_pattern),
             pct(self.file_named, self.cases),
         );
+        if self.with_calls > 0 {
+            println!(
+                "{:<40} moved slow call missing while its site is shown: {} of {}",
+                "", self.call_missing, self.with_calls
+            );
+        }
     }
 }
 
@@ -96,6 +115,22 @@ fn checkout(dir: &Path, commit: &str) -> anyhow::Result<()> {
             "-f",
             commit,
         ])
+        .status()?;
+    if status.success() {
+        return Ok(());
+    }
+    // A mirror without its large binary blobs cannot check out a commit
+    // that has one: write the Ruby and YAML the bench reads instead, into a
+    // tree emptied of every other commit's files.
+    let script = format!(
+        "find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {{}} + && \
+         git archive {commit} -- ':(glob)**/*.rb' ':(glob)**/*.rake' ':(glob)**/*.yml' \
+         ':(glob)**/Gemfile' | tar -x"
+    );
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
         .status()?;
     anyhow::ensure!(
         status.success(),
@@ -167,6 +202,33 @@ fn measure(
         .fixed_site
         .rsplit_once(':')
         .map_or(fix.fixed_site.as_str(), |(p, _)| p);
+    // The moved slow calls, when labelled: each listed as slow work of a
+    // shown site, or inside a shown excerpt.
+    let shown_sites = code.sites.iter().take(longtx_prompt::locate::MAX_SITES);
+    let listed: Vec<String> = shown_sites
+        .flat_map(|s| s.slow.iter().map(|c| format!("{}:{}", c.path, c.line)))
+        .collect();
+    let missing: Vec<&String> = fix
+        .slow_calls
+        .iter()
+        .filter(|call| {
+            !listed.contains(call) && !places.iter().take(3).any(|(_, p)| spans(p, call))
+        })
+        .collect();
+    if top3 && !fix.slow_calls.is_empty() {
+        tally.with_calls += 1;
+        if !missing.is_empty() {
+            tally.call_missing += 1;
+            if misses {
+                println!(
+                    "  CALL   {} {}: moved call(s) {:?} not in the prompt",
+                    &fix.fix_commit[..10.min(fix.fix_commit.len())],
+                    fix.query_source,
+                    missing
+                );
+            }
+        }
+    }
     tally.cases += 1;
     tally.top1 += top1 as usize;
     tally.top3 += top3 as usize;
@@ -203,6 +265,34 @@ fn measure(
 
 fn main() -> anyhow::Result<()> {
     let run = corpus_run::CorpusRun::from_args("corpus/real-fixes")?;
+    let halves: Vec<(&str, std::path::PathBuf)> = if run.corpus_given {
+        vec![("all", run.corpus.clone())]
+    } else {
+        vec![
+            ("tuned on (corpus/real-fixes)", run.corpus.clone()),
+            (
+                "HELD OUT (corpus/real-fixes-heldout)",
+                run.root.join("corpus/real-fixes-heldout"),
+            ),
+        ]
+    };
+    let mut totals = Vec::new();
+    for (name, folder) in halves {
+        println!("== {name}");
+        let half = corpus_run::CorpusRun {
+            corpus: folder,
+            ..run.clone()
+        };
+        totals.push((name, measure_half(&half)?));
+    }
+    println!("==");
+    for (name, total) in &totals {
+        total.print(name);
+    }
+    Ok(())
+}
+
+fn measure_half(run: &corpus_run::CorpusRun) -> anyhow::Result<Tally> {
     let root = &run.root;
     let catalogue = longtx_catalog::Catalogue::load(&root.join("patterns"))?;
     let mut total = Tally::default();
@@ -227,6 +317,5 @@ fn main() -> anyhow::Result<()> {
         tally.print(&corpus.repository);
         total.add(&tally);
     }
-    total.print("all");
-    Ok(())
+    Ok(total)
 }

@@ -58,6 +58,10 @@ pub struct RealFix {
     /// `path:line` in the parent commit where the fix changed the
     /// transaction (its opening, a lock, a callback) or the slow call.
     pub fixed_site: String,
+    /// `path:line`s in the parent commit of the slow calls the fix moved
+    /// out of the transaction or batched (labelled on the held-out half).
+    #[serde(default)]
+    pub slow_calls: Vec<String>,
     /// A catalogue pattern id, or `none`.
     pub pattern: String,
     #[serde(default)]

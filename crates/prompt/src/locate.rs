@@ -19,7 +19,9 @@ use longtx_core::query_logs::{controller_path, underscore};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-pub use context::{code_context, CallRef, CallbackRef, CodeContext, ModelRef, Site, MAX_SITES};
+pub use context::{
+    code_context, CallRef, CallbackRef, CodeContext, ModelRef, Site, SlowCall, MAX_SITES,
+};
 
 /// One place in the code the transaction may come from.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -90,6 +90,9 @@ struct Context<'a> {
     candidates: Vec<CandidateView>,
     /// Where the transaction is held, when found.
     sites: Vec<SiteView>,
+    /// The first two sites scored within a fifth of each other: the
+    /// prompt says so instead of ranking one as the likelier.
+    sites_close: bool,
     no_candidates: Option<String>,
     /// The alerted tables' models and the calls of the located method.
     code: &'a CodeContext,
@@ -132,6 +135,11 @@ struct SiteView {
     why: String,
     excerpt: String,
     fence: String,
+    /// Every slow call found inside, with where it is.
+    slow: Vec<crate::locate::SlowCall>,
+    more_slow: usize,
+    /// Where the walk stopped: what the list above may lack.
+    unseen: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -284,6 +292,7 @@ impl PromptRenderer {
                 .take(crate::locate::MAX_SITES)
                 .map(|s| site_view(s, excerpt_cap))
                 .collect(),
+            sites_close: sites_close(&code.sites),
             no_candidates: candidates.is_empty().then(|| match none_reason {
                 Some(reason) => reason.to_owned(),
                 None => explain_none(&clean(&job.query_source, 256, false)),
@@ -450,6 +459,28 @@ fn site_view(site: &crate::locate::Site, excerpt_cap: usize) -> SiteView {
         why: clean(&site.why, 1000, false),
         fence: "`".repeat(longest_backtick_run(&excerpt).max(2) + 1),
         excerpt,
+        slow: site
+            .slow
+            .iter()
+            .map(|c| crate::locate::SlowCall {
+                what: clean(&c.what, 100, false),
+                code: clean(&c.code, 160, false).replace('`', "'"),
+                via: c.via.as_deref().map(|v| clean(v, 300, false)),
+                path: clean(&c.path, 512, false),
+                line: c.line,
+            })
+            .collect(),
+        more_slow: site.more_slow,
+        unseen: site.unseen.iter().map(|u| clean(u, 600, false)).collect(),
+    }
+}
+
+/// Whether the runner-up site scored within a fifth of the first: then
+/// neither is the likelier, and the prompt lets the agent choose.
+fn sites_close(sites: &[crate::locate::Site]) -> bool {
+    match sites {
+        [first, second, ..] => second.score * 5 >= first.score * 4,
+        _ => false,
     }
 }
 

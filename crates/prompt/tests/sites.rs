@@ -1,6 +1,6 @@
 //! Transaction sites end to end: a Rails tree built in each test, the
-//! shipped catalogue and template, and the prompt's "Where it most likely
-//! lives" read back: where the transaction is held, not where the request
+//! shipped catalogue and template, and the prompt's leads ("where the
+//! transaction may be held") read back: where the transaction is held, not where the request
 //! enters.
 
 use longtx_prompt::{JobFacts, PromptSources, DEFAULT_BUDGET_BYTES};
@@ -50,7 +50,7 @@ impl Drop for App {
 /// The sites section: from its heading to the entry point's.
 fn sites(prompt: &str) -> &str {
     let start = prompt
-        .find("## Where it most likely lives")
+        .find("## Leads: where the transaction may be held")
         .expect("a sites section");
     let end = prompt
         .find("## Where the request enters")
@@ -105,7 +105,10 @@ fn a_transaction_two_calls_from_the_action_is_the_first_site() {
         section.contains("Order.transaction do\n        @order.save!\n        Faraday.post"),
         "{section}"
     );
-    assert!(section.contains("an HTTP call (`Faraday`"), "{section}");
+    assert!(
+        section.contains("- an HTTP call: `Faraday.post(\"https://payments.example/charge\", amount: @order.total)` (app/services/checkout/place.rb line 16)"),
+        "every slow call is listed with its line: {section}"
+    );
     let entry = &prompt[prompt.find("## Where the request enters").unwrap()..];
     assert!(
         entry.contains("### `app/controllers/orders_controller.rb` line 2"),
@@ -178,7 +181,7 @@ fn a_block_form_callback_is_read_whole() {
         "{section}"
     );
     assert!(
-        section.contains("a mail delivery (`deliver_now`"),
+        section.contains("- a mail delivery: `ShipmentMailer.shipped(self).deliver_now` (app/models/shipment.rb line 4)"),
         "{section}"
     );
     assert!(
@@ -216,7 +219,7 @@ fn an_aasm_after_hook_of_the_fired_event_is_a_site() {
         "the event the hook belongs to is shown: {section}"
     );
     assert!(
-        section.contains("a payment API call (`Stripe::`"),
+        section.contains("- a payment API call: `Stripe::Refund.create(charge: charge_id, amount: amount)` (app/models/refund.rb line 12)"),
         "{section}"
     );
     assert!(
@@ -309,7 +312,7 @@ fn a_lock_helper_of_another_class_around_a_client_bound_in_an_initializer_is_a_s
     );
     let section = sites(&prompt);
     assert!(
-        section.contains("an Airtable API call (`Airrecord` in `ApplicationsTable`, bound to `Airrecord` in config/initializers"),
+        section.contains("- an Airtable API call: `ApplicationsTable`, bound to `Airrecord` in config/initializers, called at app/jobs/sync_application_job.rb line 4"),
         "{section}"
     );
     assert_eq!(top_pattern(&prompt), "external-http-call-in-transaction");
@@ -412,7 +415,7 @@ fn an_http_call_deep_under_a_lock_outranks_hooks_the_job_never_fires() {
         "the job never completes an order: {prompt}"
     );
     assert!(
-        sites(&prompt).contains("an HTTP call (`Faraday` in `RemoteRequest#submit`"),
+        sites(&prompt).contains("- an HTTP call: `Faraday.new(url: @supplier.api_url).post(\"/orders\", body)` (app/services/remote_request.rb line 7)"),
         "{prompt}"
     );
     assert_eq!(top_pattern(&prompt), "external-http-call-in-transaction");

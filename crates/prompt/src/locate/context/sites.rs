@@ -46,7 +46,34 @@ pub struct Site {
     /// `shapes` name it: `network-call`, `side-effect`, `loop-of-writes`...
     #[serde(skip)]
     pub shapes: Vec<String>,
+    /// Every slow call found between where the transaction opens and where
+    /// it commits, in the order the walk met them (at most [`MAX_LISTED`]).
+    pub slow: Vec<SlowCall>,
+    /// Slow calls found beyond [`MAX_LISTED`].
+    pub more_slow: usize,
+    /// Where the walk stopped or could not see inside this transaction,
+    /// said plainly: the list above is what was read, not all there is.
+    pub unseen: Vec<String>,
 }
+
+/// One slow call inside a site's transaction.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SlowCall {
+    /// `an HTTP call`, `a mail delivery`...
+    pub what: String,
+    /// The line itself, trimmed and capped.
+    pub code: String,
+    /// For a gem's client the code does not show: what it is and where it
+    /// is bound (`` `Table`, bound to `Airrecord` in config/initializers ``).
+    pub via: Option<String>,
+    pub path: String,
+    pub line: usize,
+}
+
+/// Slow calls listed per site; the rest are counted.
+pub const MAX_LISTED: usize = 12;
+/// Notes on what the walk did not see, per site.
+const MAX_UNSEEN: usize = 4;
 
 /// Code that runs inside a site's transaction.
 #[derive(Debug, Clone)]
@@ -58,6 +85,9 @@ pub(super) struct Piece {
     /// Its file and first line.
     pub path: String,
     pub line: usize,
+    /// The text is longtx's account of a gem's client (`Client = Gem`),
+    /// not lines of the file: listed by `at`, not quoted.
+    pub described: bool,
 }
 
 /// A site while it is being found.
@@ -79,6 +109,8 @@ pub(super) struct Draft {
     /// How likely this kind of site holds the work before looking inside.
     pub prior: u32,
     pub is_callback: bool,
+    /// Where the walk stopped inside this transaction.
+    pub unseen: Vec<String>,
     /// A hook of a state machine whose events the job never seems to fire:
     /// its work counts half (an event named at run time may still fire it,
     /// so it is not dropped).
@@ -90,9 +122,8 @@ pub(super) struct Draft {
 const DISTANCE_TENTHS: [u32; 5] = [10, 7, 5, 3, 2];
 
 impl Draft {
-    /// (score, what was found inside, its shapes, the piece holding the
-    /// slowest work).
-    fn weigh(&self) -> (u32, Vec<String>, Vec<String>, Option<usize>) {
+    /// (score, its shapes, the piece holding the slowest work).
+    fn weigh(&self) -> (u32, Vec<String>, Option<usize>) {
         // Each kind of slow work counts once, where it weighs most.
         let mut best: Vec<(&'static str, u32, &'static str, String, usize)> = Vec::new();
         let mut looped = false;
@@ -115,11 +146,6 @@ impl Draft {
         if self.unfired {
             slow /= 2;
         }
-        let found = best
-            .iter()
-            .take(3)
-            .map(|(needle, _, what, at, _)| format!("{what} (`{needle}` in {at})"))
-            .collect();
         let slowest = best.first().map(|b| b.4);
         let mut shapes: Vec<String> = Vec::new();
         for shape in best.iter().filter_map(|b| slow::shape_of(b.2, b.0)) {
@@ -130,11 +156,34 @@ impl Draft {
         if looped {
             shapes.push("loop-of-writes".to_owned());
         }
-        (slow + self.prior * 10, found, shapes, slowest)
+        (slow + self.prior * 10, shapes, slowest)
+    }
+
+    /// Every slow call inside, once per line, in walk order.
+    fn slow_calls(&self) -> Vec<SlowCall> {
+        let mut calls: Vec<SlowCall> = Vec::new();
+        for piece in &self.pieces {
+            let lines: Vec<&str> = piece.text.lines().collect();
+            for (i, _, what, _) in slow::slow_lines(&piece.text) {
+                let line = piece.line + i;
+                if calls.iter().any(|c| c.path == piece.path && c.line == line) {
+                    continue;
+                }
+                let code: String = lines[i].trim().chars().take(120).collect();
+                calls.push(SlowCall {
+                    what: what.to_owned(),
+                    code: if piece.described { String::new() } else { code },
+                    via: piece.described.then(|| piece.at.clone()),
+                    path: piece.path.clone(),
+                    line,
+                });
+            }
+        }
+        calls
     }
 
     fn into_site(self) -> Option<Site> {
-        let (score, found, shapes, slowest) = self.weigh();
+        let (score, shapes, slowest) = self.weigh();
         if self.is_callback && score <= self.prior * 10 {
             // A callback with nothing slow in it is listed, not a site.
             return None;
@@ -182,11 +231,16 @@ impl Draft {
                 ));
             }
         }
-        let why = if found.is_empty() {
+        let mut slow = self.slow_calls();
+        let why = if slow.is_empty() {
             format!("{}; no slow call was recognised inside it", self.kind)
         } else {
-            format!("{}; inside it: {}", self.kind, found.join(", "))
+            self.kind.clone()
         };
+        let more_slow = slow.len().saturating_sub(MAX_LISTED);
+        slow.truncate(MAX_LISTED);
+        let mut unseen = self.unseen.clone();
+        unseen.truncate(MAX_UNSEEN);
         Some(Site {
             path: self.path,
             line: self.line,
@@ -197,6 +251,9 @@ impl Draft {
             covers,
             inside: self.pieces.into_iter().map(|p| (p.text, p.dist)).collect(),
             shapes,
+            slow,
+            more_slow,
+            unseen,
         })
     }
 }

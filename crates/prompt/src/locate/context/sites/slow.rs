@@ -183,6 +183,29 @@ pub(super) fn slow_work(code: &str) -> Vec<(u32, &'static str, &'static str)> {
     found
 }
 
+/// Slow work line by line: (0-based line, weight, what, needle) for each
+/// line of `code` that holds some, the heaviest kind on a line only, so
+/// the prompt can name every slow call and where it is.
+pub(super) fn slow_lines(code: &str) -> Vec<(usize, u32, &'static str, &'static str)> {
+    let lines: Vec<&str> = code.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim_start().starts_with('#') {
+            continue;
+        }
+        let heaviest = SLOW
+            .iter()
+            .filter(|(needle, ..)| occurrences(line, needle) > 0)
+            .max_by_key(|(_, _, weight)| *weight);
+        if let Some((needle, what, weight)) = heaviest {
+            found.push((i, *weight, *what, needle.trim_matches('*')));
+        } else if let Some(what) = loop_at(&lines, i) {
+            found.push((i, LOOP_WEIGHT, what, ".each"));
+        }
+    }
+    found
+}
+
 pub(super) const LOOP_WEIGHT: u32 = 3;
 
 const LOOPS: [&str; 9] = [
@@ -218,30 +241,31 @@ const WRITES: [&str; 14] = [
 /// every row it touches stays locked to the end.
 pub(super) fn loop_of_writes(code: &str) -> Option<&'static str> {
     let lines: Vec<&str> = code.lines().collect();
-    for (i, line) in lines.iter().enumerate() {
-        if !LOOPS.iter().any(|l| line.contains(l)) {
-            continue;
-        }
-        let indent = line.len() - line.trim_start().len();
-        let one_line = line.contains('{') && line.contains('}');
-        let body: Vec<&str> = if one_line {
-            vec![line]
-        } else {
-            lines[i + 1..]
-                .iter()
-                .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() > indent)
-                .copied()
-                .collect()
-        };
-        let body = body.join("\n");
-        let writes = WRITES
-            .iter()
-            .any(|w| occurrences(&body, w) > 0 || body.contains(w));
-        if writes {
-            return Some("a loop of writes or enqueues");
-        }
+    (0..lines.len()).find_map(|i| loop_at(&lines, i))
+}
+
+/// Whether `lines[i]` opens a loop whose body writes or enqueues.
+fn loop_at(lines: &[&str], i: usize) -> Option<&'static str> {
+    let line = lines[i];
+    if !LOOPS.iter().any(|l| line.contains(l)) {
+        return None;
     }
-    None
+    let indent = line.len() - line.trim_start().len();
+    let one_line = line.contains('{') && line.contains('}');
+    let body: Vec<&str> = if one_line {
+        vec![line]
+    } else {
+        lines[i + 1..]
+            .iter()
+            .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() > indent)
+            .copied()
+            .collect()
+    };
+    let body = body.join("\n");
+    let writes = WRITES
+        .iter()
+        .any(|w| occurrences(&body, w) > 0 || body.contains(w));
+    writes.then_some("a loop of writes or enqueues")
 }
 
 #[cfg(test)]

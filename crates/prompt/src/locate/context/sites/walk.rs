@@ -49,6 +49,144 @@ const RECORD_METHODS: [&str; 14] = [
     "update_column",
 ];
 
+/// Constants of Ruby and Rails whose calls are not slow work to report as
+/// unread (`Time.current`, `Rails.logger`).
+const CORE_CONSTANTS: &[&str] = &[
+    "ActiveRecord",
+    "ActiveSupport",
+    "ActiveModel",
+    "ActionController",
+    "ActionView",
+    "ActionDispatch",
+    "Rails",
+    "Time",
+    "Date",
+    "DateTime",
+    "JSON",
+    "YAML",
+    "I18n",
+    "Hash",
+    "Array",
+    "String",
+    "Integer",
+    "Float",
+    "BigDecimal",
+    "Struct",
+    "Set",
+    "SecureRandom",
+    "Digest",
+    "Base64",
+    "URI",
+    "CGI",
+    "ERB",
+    "Kernel",
+    "Object",
+    "Module",
+    "Class",
+    "Regexp",
+    "Range",
+    "ApplicationRecord",
+];
+
+/// Methods of Ruby's and Rails' own objects: an unresolved call of one is
+/// no lead (`items.map`, `order.errors`).
+const COMMON_METHODS: &[&str] = &[
+    "each",
+    "map",
+    "select",
+    "reject",
+    "find",
+    "where",
+    "first",
+    "last",
+    "count",
+    "size",
+    "length",
+    "empty",
+    "present",
+    "blank",
+    "nil",
+    "to_s",
+    "to_i",
+    "to_f",
+    "to_a",
+    "to_h",
+    "to_sym",
+    "join",
+    "split",
+    "strip",
+    "include",
+    "merge",
+    "keys",
+    "values",
+    "sort",
+    "sort_by",
+    "group_by",
+    "index_by",
+    "pluck",
+    "order",
+    "limit",
+    "includes",
+    "joins",
+    "preload",
+    "any",
+    "none",
+    "sum",
+    "max",
+    "min",
+    "uniq",
+    "compact",
+    "flatten",
+    "detect",
+    "each_with_object",
+    "inject",
+    "reduce",
+    "errors",
+    "attributes",
+    "assign_attributes",
+    "new_record",
+    "persisted",
+    "changed",
+    "saved_changes",
+    "previous_changes",
+    "reload",
+    "lock",
+    "with_lock",
+    "save",
+    "update",
+    "create",
+    "destroy",
+    "delete",
+    "valid",
+    "build",
+    "call",
+    "then",
+    "tap",
+    "dup",
+    "freeze",
+    "fetch",
+    "dig",
+    "slice",
+    "except",
+    "permit",
+    "require",
+    "params",
+    "format",
+    "gsub",
+    "downcase",
+    "upcase",
+    "start_with",
+    "end_with",
+    "touch",
+    "increment",
+    "decrement",
+    "update_column",
+    "update_columns",
+    "update_attribute",
+    "find_by",
+    "exists",
+];
+
 /// A method found: (path, line, body, the text of its file).
 type Def = (String, usize, String, String);
 
@@ -110,6 +248,7 @@ impl Frame {
             at: self.place(),
             path: self.path.clone(),
             line: self.start,
+            described: false,
         }
     }
 }
@@ -169,7 +308,16 @@ impl<'a> Walker<'a> {
 
     pub fn walk(&mut self, frame: Frame) {
         let site = frame.inside.map(|(s, _)| s);
-        if self.frames >= MAX_FRAMES || !self.seen.insert((site, frame.path.clone(), frame.start)) {
+        if self.frames >= MAX_FRAMES {
+            if let Some(s) = site {
+                self.note(
+                    s,
+                    format!("the walk read its limit of {MAX_FRAMES} methods before `{}` ({} line {}); nothing past it was read", frame.label, frame.path, frame.start),
+                );
+            }
+            return;
+        }
+        if !self.seen.insert((site, frame.path.clone(), frame.start)) {
             return;
         }
         self.frames += 1;
@@ -208,6 +356,19 @@ impl<'a> Walker<'a> {
             }
         }
         if frame.depth >= MAX_DEPTH {
+            if let Some(s) = site {
+                let calls = self.calls(&frame, &lines[1.min(lines.len() - 1)..].join("\n"), None);
+                if !calls.is_empty() {
+                    self.note(
+                        s,
+                        format!(
+                            "the walk stopped {MAX_DEPTH} calls deep at {}: what it calls ({}) was not read",
+                            frame.place(),
+                            calls.iter().take(3).map(|c| format!("`{}`", c.label)).collect::<Vec<_>>().join(", ")
+                        ),
+                    );
+                }
+            }
             return;
         }
         for (first, last, inside) in regions {
@@ -216,9 +377,94 @@ impl<'a> Walker<'a> {
             let text_calls = lines[first + skip..=last].join("\n");
             self.saves_in(&frame, &text, inside);
             self.client_classes(&frame, &text_calls, inside);
+            if let Some((s, _)) = inside {
+                self.note_unread(&frame, &text_calls, s);
+            }
             for child in self.calls(&frame, &text_calls, inside) {
                 self.walk(child);
             }
+        }
+    }
+
+    /// A note on what the walk did not see inside site `s`, once each.
+    fn note(&mut self, s: usize, text: String) {
+        let unseen = &mut self.drafts[s].unseen;
+        if !unseen.contains(&text) {
+            unseen.push(text);
+        }
+    }
+
+    /// What `text` (run inside site `s`) calls that the walk cannot follow:
+    /// code outside the repository (a gem, an SDK), calls on objects whose
+    /// class the code does not tell, and dynamic dispatch. Said so the agent
+    /// reads them itself instead of taking the list of slow work as whole.
+    fn note_unread(&mut self, frame: &Frame, text: &str, s: usize) {
+        let namespace = frame.namespace();
+        // A constant whose call is already listed as slow work (`Stripe::`,
+        // a mailer) needs no second word.
+        let gems: Vec<String> = constant_calls(text)
+            .into_iter()
+            .filter(|(constant, method)| {
+                let root = constant
+                    .trim_start_matches("::")
+                    .split("::")
+                    .next()
+                    .unwrap_or("");
+                !CORE_CONSTANTS.contains(&root)
+                    && super::slow::slow_work(&format!("{constant}.{method}")).is_empty()
+                    && self.index.resolve(constant, &namespace).is_none()
+                    && self.index.resolve_any(constant, &namespace).is_none()
+                    && !self.index.bound.contains_key(constant)
+            })
+            .map(|(constant, method)| format!("`{constant}.{method}`"))
+            .take(4)
+            .collect();
+        if !gems.is_empty() {
+            self.note(
+                s,
+                format!(
+                    "{} calls code outside this repository (a gem or SDK), not read: {}",
+                    frame.place(),
+                    gems.join(", ")
+                ),
+            );
+        }
+        let unknown: Vec<String> = receiver_calls(text)
+            .into_iter()
+            .filter(|(receiver, method)| {
+                !COMMON_METHODS.contains(&method.trim_end_matches(['!', '?']))
+                    && self.on_receiver(frame, receiver, method).is_empty()
+            })
+            .map(|(receiver, method)| format!("`{receiver}.{method}`"))
+            .take(4)
+            .collect();
+        if !unknown.is_empty() {
+            self.note(
+                s,
+                format!(
+                    "{} calls methods on objects whose class the code does not tell, not followed: {}",
+                    frame.place(),
+                    unknown.join(", ")
+                ),
+            );
+        }
+        if [
+            ".send(",
+            ".public_send(",
+            " send(",
+            "public_send(",
+            ".method(",
+        ]
+        .iter()
+        .any(|d| text.contains(d))
+        {
+            self.note(
+                s,
+                format!(
+                    "{} calls a method chosen at run time (`send`); the walk did not follow it",
+                    frame.place()
+                ),
+            );
         }
     }
 
@@ -285,6 +531,7 @@ impl<'a> Walker<'a> {
             // An opener on the route from the entry is seen, not guessed.
             prior: if frame.depth == 0 { 6 } else { 5 },
             is_callback: false,
+            unseen: Vec::new(),
             unfired: false,
         });
         self.drafts.len() - 1
@@ -368,6 +615,7 @@ impl<'a> Walker<'a> {
                 at: format!("`{label}` ({} line {})", callback.path, callback.line),
                 path: callback.path.clone(),
                 line: callback.line,
+                described: false,
             }],
             prior: if unfired {
                 1
@@ -378,6 +626,7 @@ impl<'a> Walker<'a> {
                     + 2 * u32::from(alerted)
             },
             is_callback: true,
+            unseen: Vec::new(),
             unfired,
         });
         let site = self.drafts.len() - 1;
@@ -463,6 +712,7 @@ impl<'a> Walker<'a> {
                         ),
                         path,
                         line,
+                        described: false,
                     });
                 }
             }

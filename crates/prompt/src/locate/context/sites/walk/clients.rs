@@ -34,12 +34,23 @@ impl Walker<'_> {
                 continue;
             }
             seen.push(text.clone());
+            // Point at the line that calls the client, not the method's.
+            let line = if path == frame.path {
+                frame
+                    .body
+                    .lines()
+                    .position(|l| l.contains(constant.as_str()))
+                    .map_or(line, |i| frame.start + i)
+            } else {
+                line
+            };
             self.drafts[s].pieces.push(Piece {
                 text,
                 dist,
                 at,
                 path,
                 line,
+                described: true,
             });
         }
     }
