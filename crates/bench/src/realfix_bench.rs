@@ -40,6 +40,8 @@ struct Tally {
     with_calls: usize,
     /// Of those, fixes with a moved call the prompt does not show.
     call_missing: usize,
+    /// Each rendered prompt's length in bytes.
+    prompt_bytes: Vec<usize>,
 }
 
 impl Tally {
@@ -52,6 +54,13 @@ impl Tally {
         self.file_named += other.file_named;
         self.with_calls += other.with_calls;
         self.call_missing += other.call_missing;
+        self.prompt_bytes.extend(&other.prompt_bytes);
+    }
+
+    fn median_prompt(&self) -> usize {
+        let mut sizes = self.prompt_bytes.clone();
+        sizes.sort_unstable();
+        sizes.get(sizes.len() / 2).copied().unwrap_or(0)
     }
 
     fn print(&self, name: &str) {
@@ -66,6 +75,7 @@ impl Tally {
             pct(self.pattern_top1, self.with_pattern),
             pct(self.file_named, self.cases),
         );
+        println!("{:<40} median prompt {} bytes", "", self.median_prompt());
         if self.with_calls > 0 {
             println!(
                 "{:<40} moved slow call missing while its site is shown: {} of {}",
@@ -124,8 +134,8 @@ fn checkout(dir: &Path, commit: &str) -> anyhow::Result<()> {
     // tree emptied of every other commit's files.
     let script = format!(
         "find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {{}} + && \
-         git archive {commit} -- ':(glob)**/*.rb' ':(glob)**/*.rake' ':(glob)**/*.yml' \
-         ':(glob)**/Gemfile' | tar -x"
+         git ls-tree -r --name-only {commit} | grep -E '[.](rb|rake|yml)$|(^|/)Gemfile$' | \
+         xargs -d '\\n' sh -c 'git archive {commit} -- \"$@\" | tar -x' _"
     );
     let status = std::process::Command::new("sh")
         .arg("-c")
@@ -229,6 +239,7 @@ fn measure(
             }
         }
     }
+    tally.prompt_bytes.push(text.len());
     tally.cases += 1;
     tally.top1 += top1 as usize;
     tally.top3 += top3 as usize;

@@ -31,7 +31,7 @@ fn the_shipped_catalogue_lints_clean() {
     let output = longtx(&["patterns", "lint", "patterns"]);
     assert!(output.status.success(), "{}", text(&output));
     assert!(
-        text(&output).contains("8 patterns, no problems"),
+        text(&output).contains("11 patterns, no problems"),
         "{}",
         text(&output)
     );

@@ -10,16 +10,10 @@ use sha2::{Digest, Sha256};
 /// The prompt's size budget unless configured: 48 KiB.
 pub const DEFAULT_BUDGET_BYTES: usize = 48 * 1024;
 /// (patterns shown in full, excerpt cap in characters), tried in turn until
-/// the prompt fits: three patterns in full when the budget allows, the rest
-/// as an index.
-const ATTEMPTS: [(usize, usize); 6] = [
-    (3, 8000),
-    (2, 8000),
-    (1, 8000),
-    (0, 8000),
-    (0, 2000),
-    (0, 400),
-];
+/// the prompt fits: at most two patterns in full, the rest as an index of
+/// one line each (three or four in full were a third to a half of a
+/// prompt, and led the agent to the first one's fix whether it fitted).
+const ATTEMPTS: [(usize, usize); 5] = [(2, 8000), (1, 8000), (0, 8000), (0, 2000), (0, 400)];
 const HARD_CUT_NOTICE: &str = "\n\n[longtx: the prompt was cut here to fit its size budget]\n";
 
 /// What the prompt says about the job. Built from the job row, or from the
@@ -274,11 +268,25 @@ impl PromptRenderer {
                 body: demote_headings(&p.body),
             }
         };
-        let full = ranked
-            .iter()
-            .take(full)
-            .take_while(|r| r.score >= MIN_FULL_SCORE)
-            .count();
+        // A pattern is chosen by the slow work found: none is printed in
+        // full when no slow call was recognised where the transaction is
+        // held (or, with no site, in the entry's code).
+        let slow_seen = match code.sites.first() {
+            Some(site) => !site.slow.is_empty(),
+            None => candidates
+                .iter()
+                .filter_map(|c| c.excerpt.as_deref())
+                .any(crate::locate::has_slow_work),
+        };
+        let full = if slow_seen {
+            ranked
+                .iter()
+                .take(full)
+                .take_while(|r| r.score >= MIN_FULL_SCORE)
+                .count()
+        } else {
+            0
+        };
         let context = Context {
             job: job_view(job),
             candidates: candidates

@@ -17,7 +17,7 @@ use class_index::ClassIndex;
 #[cfg(test)]
 use models::explicit_table_name;
 use models::{camelize, model_of};
-pub use sites::{Site, SlowCall, MAX_SITES};
+pub use sites::{has_slow_work, Site, SlowCall, MAX_SITES};
 use std::path::Path;
 
 /// At most this many calls are listed per prompt.

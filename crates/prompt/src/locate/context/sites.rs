@@ -346,6 +346,11 @@ pub(super) fn transaction_sites(
     kept
 }
 
+/// Whether `code` holds any slow work longtx recognises.
+pub fn has_slow_work(code: &str) -> bool {
+    !slow::slow_work(code).is_empty()
+}
+
 /// How slow `code` looks, unweighted by distance.
 pub(super) fn slowness(code: &str) -> u32 {
     slow::slow_work(code).iter().map(|(w, ..)| w).sum()
