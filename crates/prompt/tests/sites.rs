@@ -420,3 +420,48 @@ fn an_http_call_deep_under_a_lock_outranks_hooks_the_job_never_fires() {
     );
     assert_eq!(top_pattern(&prompt), "external-http-call-in-transaction");
 }
+
+#[test]
+fn a_transition_lists_the_gateway_call_beside_the_confirmation_mail() {
+    // The hard case of the agent benchmark that prompted issue 41: the
+    // transition to `complete` mails a confirmation and captures payments
+    // through a gateway; a prompt naming only the mail steered the agent
+    // away from the capture.
+    let app = App::new(
+        "transition",
+        &[
+            (
+                "app/controllers/checkouts_controller.rb",
+                "class CheckoutsController < ApplicationController\n  def update\n    @order = Order.find(params[:id])\n    @order.complete\n    redirect_to @order\n  end\nend\n",
+            ),
+            (
+                "app/models/order.rb",
+                "class Order < ApplicationRecord\n  has_many :payments\n\n  state_machine :state, initial: :cart do\n    after_transition to: :complete, do: :finalize!\n\n    event :complete do\n      transition cart: :complete\n    end\n  end\n\n  def finalize!\n    OrderMailer.confirm(self).deliver_now\n    capture_payments\n  end\n\n  def capture_payments\n    payments.each { |payment| payment.capture! }\n  end\nend\n",
+            ),
+            (
+                "app/models/payment.rb",
+                "class Payment < ApplicationRecord\n  belongs_to :order\n\n  def capture!\n    response = gateway.purchase(amount_cents, source_token)\n    update!(state: \"captured\", response_code: response.authorization)\n  end\n\n  def gateway\n    ActiveMerchant::Billing::StripeGateway.new(login: ENV.fetch(\"STRIPE_KEY\"))\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("checkouts#update", &["orders"]);
+    let section = sites(&prompt);
+    let first = &section[section.find("### ").expect("a site")..];
+    let first = &first[..first[4..].find("### ").map_or(first.len(), |at| at + 4)];
+    assert!(
+        first.contains("- a mail delivery: `OrderMailer.confirm(self).deliver_now` (app/models/order.rb line 13)"),
+        "the mail is listed: {section}"
+    );
+    assert!(
+        first.contains("- a payment gateway call: `response = gateway.purchase(amount_cents, source_token)` (app/models/payment.rb line 5)"),
+        "the gateway call sits in the same transition and is listed beside the mail: {section}"
+    );
+    assert!(
+        first.contains("- the walk stopped 4 calls deep at `Payment#capture!` (app/models/payment.rb line 4): what it calls (`Payment#gateway`) was not read"),
+        "where the walk stopped is said: {section}"
+    );
+    assert!(
+        prompt.contains("every slow call in it (network and payment gateways"),
+        "the standing instructions ask for every slow call: {prompt}"
+    );
+}
