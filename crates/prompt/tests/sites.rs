@@ -465,3 +465,94 @@ fn a_transition_lists_the_gateway_call_beside_the_confirmation_mail() {
         "the standing instructions ask for every slow call: {prompt}"
     );
 }
+
+#[test]
+fn a_bulk_delete_with_no_transaction_around_it_is_a_site_of_its_own() {
+    let app = App::new(
+        "bulk",
+        &[
+            (
+                "lib/tasks/reports.rake",
+                "namespace :reports do\n  task expire: :environment do\n    Report.expire\n  end\nend\n",
+            ),
+            (
+                "app/models/report.rb",
+                "class Report < ApplicationRecord\n  def self.expire\n    cutoff = 1.week.ago\n    Report.where(\"reported_at < ?\", cutoff).delete_all\n  end\n\n  def self.touch_one(id)\n    where(id: id).update_all(seen: true)\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("rake:reports:expire", &["reports"]);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/models/report.rb` line 4",
+        "{prompt}"
+    );
+    let section = sites(&prompt);
+    assert!(
+        section.contains("`delete_all` in `Report#expire` is one statement, and so one transaction over every row it touches"),
+        "{section}"
+    );
+    assert!(
+        !section.contains("line 8"),
+        "a one-row update_all is no bulk statement: {section}"
+    );
+}
+
+#[test]
+fn a_service_base_class_that_wraps_call_in_a_transaction_is_a_site() {
+    let app = App::new(
+        "service-base",
+        &[
+            (
+                "app/controllers/charges_controller.rb",
+                "class ChargesController < ApplicationController\n  def create\n    Charges::Collect.call(current_order)\n    head :created\n  end\nend\n",
+            ),
+            (
+                "app/services/application_service.rb",
+                "class ApplicationService\n  def self.call(*args)\n    ActiveRecord::Base.transaction do\n      new(*args).call\n    end\n  end\nend\n",
+            ),
+            (
+                "app/services/charges/collect.rb",
+                "module Charges\n  class Collect < ApplicationService\n    def initialize(order)\n      @order = order\n    end\n\n    def call\n      @order.update!(state: \"charging\")\n      Stripe::Charge.create(amount: @order.total_cents, customer: @order.customer_token)\n    end\n  end\nend\n",
+            ),
+            ("app/models/order.rb", "class Order < ApplicationRecord\nend\n"),
+        ],
+    );
+    let prompt = app.prompt("charges#create", &["orders"]);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/controllers/charges_controller.rb` line 3",
+        "{prompt}"
+    );
+    let section = sites(&prompt);
+    assert!(
+        section.contains("calls `Charges::Collect.call`, whose `ApplicationService.call` (app/services/application_service.rb line 2) wraps the service's own `#call` in it, which opens a transaction"),
+        "{section}"
+    );
+    assert!(
+        section.contains("- a payment API call: `Stripe::Charge.create(amount: @order.total_cents, customer: @order.customer_token)` (app/services/charges/collect.rb line 9)"),
+        "{section}"
+    );
+}
+
+#[test]
+fn transitions_of_a_machine_without_transactions_hold_nothing() {
+    let app = App::new(
+        "no-transactions",
+        &[
+            (
+                "app/controllers/orders_controller.rb",
+                "class OrdersController < ApplicationController\n  def ship\n    @order = Order.find(params[:id])\n    @order.ship\n  end\nend\n",
+            ),
+            (
+                "app/models/order.rb",
+                "class Order < ApplicationRecord\n  state_machine :state, initial: :paid, use_transactions: false do\n    after_transition to: :shipped, do: :notify_customer\n\n    event :ship do\n      transition paid: :shipped\n    end\n  end\n\n  def notify_customer\n    OrderMailer.shipped(self).deliver_now\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("orders#ship", &["orders"]);
+    assert!(
+        !prompt.contains("## Leads: where the transaction may be held\n\nlongtx followed"),
+        "use_transactions: false runs the hook outside any transaction: {prompt}"
+    );
+}

@@ -451,7 +451,14 @@ impl Reader<'_> {
         let Some((hook, rest)) = hook else {
             return;
         };
-        let inside = hook != "after_commit";
+        // `state_machine :state, use_transactions: false` runs its
+        // transitions, and their callbacks, without a transaction.
+        let no_transaction = machine == "state_machine"
+            && self
+                .context
+                .as_ref()
+                .is_some_and(|(_, opening)| opening.contains("use_transactions: false"));
+        let inside = hook != "after_commit" && !no_transaction;
         let kind = if machine == "aasm" {
             "AASM"
         } else {

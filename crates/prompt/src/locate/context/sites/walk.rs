@@ -338,11 +338,12 @@ impl<'a> Walker<'a> {
             let mut from = 0;
             let mut i = usize::from(skip_def);
             while i < lines.len() {
-                let Some((opened, helper)) = self.opener_at(&frame, lines[i]) else {
+                let Some((opened, helper, one_line)) = self.opener_at(&frame, lines[i]) else {
+                    self.bulk_site(&frame, &lines, i);
                     i += 1;
                     continue;
                 };
-                let last = reach(&lines, i);
+                let last = if one_line { i } else { reach(&lines, i) };
                 if from < i {
                     regions.push((from, i - 1, None));
                 }
@@ -432,7 +433,10 @@ impl<'a> Walker<'a> {
         let unknown: Vec<String> = receiver_calls(text)
             .into_iter()
             .filter(|(receiver, method)| {
+                // A record of a known model (`@order.total_cents`) is no
+                // unknown: its attributes are columns, not code to read.
                 !COMMON_METHODS.contains(&method.trim_end_matches(['!', '?']))
+                    && self.model_named(frame, receiver).is_none()
                     && self.on_receiver(frame, receiver, method).is_empty()
             })
             .map(|(receiver, method)| format!("`{receiver}.{method}`"))
@@ -470,11 +474,14 @@ impl<'a> Walker<'a> {
 
     /// A line that opens a transaction or lock: directly, or by calling a
     /// helper of the class that does and yields (`with_order_lock do`).
-    fn opener_at(&self, frame: &Frame, line: &str) -> Option<(Opener, Option<String>)> {
+    fn opener_at(&self, frame: &Frame, line: &str) -> Option<(Opener, Option<String>, bool)> {
         if let Some(opened) = opener(line) {
-            return Some((opened, None));
+            return Some((opened, None, false));
         }
         let code = line.trim();
+        if let Some((opened, helper)) = self.service_wrapper(frame, code) {
+            return Some((opened, Some(helper), true));
+        }
         if !(code.ends_with(" do") || code.contains(" do |")) {
             return None;
         }
@@ -489,8 +496,87 @@ impl<'a> Walker<'a> {
             self.class_method(&class, &method, true)
         })?;
         let opened = body.lines().skip(1).find_map(opener)?;
-        body.contains("yield")
-            .then(|| (opened, Some(format!("`{name}` ({path} line {def_line})"))))
+        // The block is run by `yield`, or by a `&block` it was given.
+        let runs_block = body.contains("yield") || body.contains("block.call");
+        runs_block.then(|| {
+            (
+                opened,
+                Some(format!("`{name}` ({path} line {def_line})")),
+                false,
+            )
+        })
+    }
+
+    /// `Orders::Place.call(order)` where a base class's `self.call` opens a
+    /// transaction around `new(...).call`: the service's own `call` runs
+    /// inside it, though neither the caller nor the service shows one.
+    fn service_wrapper(&self, frame: &Frame, code: &str) -> Option<(Opener, String)> {
+        for (constant, method) in constant_calls(code) {
+            if !matches!(method.as_str(), "call" | "perform" | "run" | "execute") {
+                continue;
+            }
+            let Some(mut class) = self.index.resolve(&constant, &frame.namespace()) else {
+                continue;
+            };
+            for _ in 0..4 {
+                let found = self.index.classes.get(&class).and_then(|(path, _)| {
+                    let text = self.index.texts.get(path)?;
+                    let (line, body) = find_singleton_def(text, &method)?;
+                    Some((path.clone(), line, body))
+                });
+                if let Some((path, line, body)) = found {
+                    let opened = body.lines().skip(1).find_map(opener);
+                    if let Some(opened) = opened.filter(|_| body.contains("new")) {
+                        return Some((
+                            opened,
+                            format!("`{constant}.{method}`, whose `{class}.{method}` ({path} line {line}) wraps the service's own `#{method}` in it"),
+                        ));
+                    }
+                    break;
+                }
+                let Some(parent) = self.index.parents.get(&class) else {
+                    break;
+                };
+                class = parent.clone();
+            }
+        }
+        None
+    }
+
+    /// A single bulk statement outside any transaction is a transaction of
+    /// its own over every row it touches (`Report.where(...).delete_all`,
+    /// `Item.import(rows)`): a site, as a `transaction do` is.
+    fn bulk_site(&mut self, frame: &Frame, lines: &[&str], at: usize) {
+        let code = lines[at].trim();
+        let Some(statement) = bulk_statement(code) else {
+            return;
+        };
+        let from = if lines.len() > super::EXCERPT_LINES {
+            at.saturating_sub(8)
+        } else {
+            0
+        };
+        self.drafts.push(Draft {
+            path: frame.path.clone(),
+            line: frame.start + at,
+            kind: format!(
+                "`{statement}` in `{}` is one statement, and so one transaction over every row it touches",
+                frame.label
+            ),
+            route: frame.route.clone(),
+            boundary: lines[from..].join("\n"),
+            boundary_start: frame.start + from,
+            context: None,
+            detail: None,
+            pieces: vec![Piece {
+                line: frame.start + at,
+                ..frame.piece(lines[at].to_owned(), 0)
+            }],
+            prior: 3,
+            is_callback: false,
+            unseen: Vec::new(),
+            unfired: false,
+        });
     }
 
     fn open_site(
@@ -944,6 +1030,36 @@ impl<'a> Walker<'a> {
         }
         found
     }
+}
+
+/// The bulk statement a line makes, when it makes one over a scope: not
+/// the one-row `where(id: id).update_all(...)` of a counter or a flag.
+fn bulk_statement(code: &str) -> Option<&'static str> {
+    if code.starts_with('#') {
+        return None;
+    }
+    const BULK: [(&str, &str); 6] = [
+        (".delete_all", "delete_all"),
+        (".update_all", "update_all"),
+        (".insert_all", "insert_all"),
+        (".upsert_all", "upsert_all"),
+        (".import(", "import"),
+        (".import ", "import"),
+    ];
+    const ONE_ROW: [&str; 6] = [
+        "(id: id",
+        "(id: self.id",
+        "id: @",
+        ".find(",
+        "find_by",
+        "(id: record.id",
+    ];
+    if ONE_ROW.iter().any(|one| code.contains(one)) || code.contains("in_batches") {
+        return None;
+    }
+    BULK.iter()
+        .find(|(needle, _)| code.contains(needle))
+        .map(|(_, name)| *name)
 }
 
 /// The receivers of saves in `text`: `order` in `order.save!`, `self` for
