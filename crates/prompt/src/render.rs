@@ -152,6 +152,27 @@ struct PatternView<'a> {
 /// matched only by shared or weak words is kilobytes of noise.
 const MIN_FULL_SCORE: u32 = 2 * longtx_catalog::UNIQUE_SIGNAL;
 
+/// `body` without its `## {title}` section: what a fix changes for the
+/// transaction's length is the agent's to say in the PR, not to read.
+fn without_section(body: &str, title: &str) -> String {
+    let heading = format!("## {title}");
+    let mut skipping = false;
+    let mut fenced = false;
+    let mut kept = Vec::new();
+    for line in body.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        }
+        if !fenced && line.starts_with("## ") {
+            skipping = line.trim_end() == heading;
+        }
+        if !skipping {
+            kept.push(line);
+        }
+    }
+    kept.join("\n")
+}
+
 /// Markdown headings two levels deeper (`## Problem` → `#### Problem`),
 /// outside code fences, so a pattern's sections sit under the prompt's
 /// `## Fix patterns that fit` instead of beside it.
@@ -265,7 +286,7 @@ impl PromptRenderer {
                 title: &p.front.title,
                 score: r.score,
                 matched: r.matched.clone(),
-                body: demote_headings(&p.body),
+                body: demote_headings(&without_section(&p.body, "Effect")),
             }
         };
         // A pattern is chosen by the slow work found: none is printed in
@@ -278,11 +299,23 @@ impl PromptRenderer {
                 .filter_map(|c| c.excerpt.as_deref())
                 .any(crate::locate::has_slow_work),
         };
+        // The second is printed in full only when the slow work found is
+        // of a shape it names: a runner-up by words alone is one line.
+        let shapes: &[String] = code.sites.first().map_or(&[], |s| &s.shapes);
         let full = if slow_seen {
             ranked
                 .iter()
                 .take(full)
-                .take_while(|r| r.score >= MIN_FULL_SCORE)
+                .enumerate()
+                .take_while(|(i, r)| {
+                    r.score >= MIN_FULL_SCORE
+                        && (*i == 0
+                            || catalogue.patterns[r.index]
+                                .front
+                                .shapes
+                                .iter()
+                                .any(|s| shapes.contains(s)))
+                })
                 .count()
         } else {
             0
