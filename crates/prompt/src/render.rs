@@ -325,7 +325,16 @@ impl PromptRenderer {
             candidates: candidates
                 .iter()
                 .take(5)
-                .map(|c| candidate_view(c, excerpt_cap))
+                .map(|c| {
+                    let mut view = candidate_view(c, excerpt_cap);
+                    if shown_at_a_site(c, &code.sites) {
+                        // Its method is a site's excerpt already: twice is noise.
+                        view.excerpt = None;
+                        view.reason
+                            .push_str("; its code is shown with a lead above");
+                    }
+                    view
+                })
                 .collect(),
             sites: code
                 .sites
@@ -514,6 +523,19 @@ fn site_view(site: &crate::locate::Site, excerpt_cap: usize) -> SiteView {
         more_slow: site.more_slow,
         unseen: site.unseen.iter().map(|u| clean(u, 600, false)).collect(),
     }
+}
+
+/// Whether a shown site's excerpt already holds the candidate's first line
+/// (the entry's own `transaction do` is a site, with its method).
+fn shown_at_a_site(candidate: &Candidate, sites: &[crate::locate::Site]) -> bool {
+    let Some(line) = candidate.line else {
+        return false;
+    };
+    sites
+        .iter()
+        .take(crate::locate::MAX_SITES)
+        .flat_map(|s| &s.covers)
+        .any(|(path, first, last)| *path == candidate.path && (*first..=*last).contains(&line))
 }
 
 /// Whether the runner-up site scored within a fifth of the first: then

@@ -533,6 +533,12 @@ fn a_service_base_class_that_wraps_call_in_a_transaction_is_a_site() {
         section.contains("- a payment API call: `Stripe::Charge.create(amount: @order.total_cents, customer: @order.customer_token)` (app/services/charges/collect.rb line 9)"),
         "{section}"
     );
+    let entry = &prompt[prompt.find("## Where the request enters").unwrap()..];
+    assert!(
+        entry.contains("its code is shown with a lead above")
+            && !entry.contains("Charges::Collect.call(current_order)"),
+        "the entry's method is not shown twice: {entry}"
+    );
 }
 
 #[test]
