@@ -131,11 +131,14 @@ fn checkout(dir: &Path, commit: &str) -> anyhow::Result<()> {
     }
     // A mirror without its large binary blobs cannot check out a commit
     // that has one: write the Ruby and YAML the bench reads instead, into a
-    // tree emptied of every other commit's files.
+    // tree emptied of every other commit's files, and point HEAD at it
+    // (the indexes are cached by the commit HEAD names).
     let script = format!(
         "find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {{}} + && \
          git ls-tree -r --name-only {commit} | grep -E '[.](rb|rake|yml)$|(^|/)Gemfile$' | \
-         xargs -d '\\n' sh -c 'git archive {commit} -- \"$@\" | tar -x' _"
+         grep -vE '^(spec|test)/.*[.]yml$' | \
+         xargs -d '\\n' sh -c 'git archive {commit} -- \"$@\" | tar -x' _ && \
+         git update-ref --no-deref HEAD {commit}"
     );
     let status = std::process::Command::new("sh")
         .arg("-c")

@@ -90,7 +90,7 @@ pub struct CodeContext {
 
 /// The models of `tables` and the calls of the first candidate's method.
 pub fn code_context(repo: &Path, tables: &[String], candidates: &[Candidate]) -> CodeContext {
-    let index = ClassIndex::build(repo);
+    let index = ClassIndex::of(repo);
     let models: Vec<ModelRef> = tables
         .iter()
         .filter_map(|table| model_of(&index, table))

@@ -26,6 +26,9 @@ struct File {
     path: String,
     root: usize,
     facts: RubyFacts,
+    /// The file's text: the one read of it for this commit, which the
+    /// prompt's class index reads too.
+    text: String,
 }
 
 /// Every class and module of every root, with where each is declared.
@@ -69,6 +72,7 @@ impl Index {
                         path,
                         root: r,
                         facts: ruby_facts::read(&text),
+                        text,
                     });
                 }
             }
@@ -139,6 +143,13 @@ impl Index {
         index
     }
 
+    /// Every Ruby file of every root, as (path, text), in root order.
+    pub(super) fn sources(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.files
+            .iter()
+            .map(|f| (f.path.as_str(), f.text.as_str()))
+    }
+
     fn root_of(&self, file: usize) -> &CodeRoot {
         &self.roots[self.files[file].root]
     }
@@ -205,7 +216,7 @@ fn owning_root(roots: &[CodeRoot], path: &str) -> Option<usize> {
 }
 
 /// The commit `HEAD` names, read from `.git` without running git.
-fn head_revision(repo: &Path) -> Option<String> {
+pub(super) fn head_revision(repo: &Path) -> Option<String> {
     let git = repo.join(".git");
     let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
     let head = head.trim();

@@ -2,11 +2,12 @@
 //! path gems), with its file, its parent and the methods models and
 //! services define: what calls are resolved against.
 
-use super::super::roots::discover;
-use super::super::{declared_classes, read_small, relative_to, ruby_files, zeitwerk_stem};
+use super::super::modular::{head_revision, Index};
+use super::super::{declared_classes, read_small, ruby_files, zeitwerk_stem};
 use super::models::explicit_table_name;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Classes declared under every code root: full name to (path, line),
 /// with each file's text.
@@ -55,8 +56,33 @@ fn holds_methods(path: &str) -> bool {
     is_model_path(path) || path.starts_with("app/services/") || path.contains("/app/services/")
 }
 
+/// Class indexes by checkout, with the commit each was built at.
+type Cached = HashMap<std::path::PathBuf, (String, Arc<ClassIndex>)>;
+
 impl ClassIndex {
-    pub fn build(repo: &Path) -> ClassIndex {
+    /// The index of `repo` at its current commit, built once per commit
+    /// and shared, as the location index is (a checkout without git is
+    /// indexed afresh each time).
+    pub fn of(repo: &Path) -> Arc<ClassIndex> {
+        static CACHE: OnceLock<Mutex<Cached>> = OnceLock::new();
+        let Some(revision) = head_revision(repo) else {
+            return Arc::new(ClassIndex::build(repo));
+        };
+        let cache = CACHE.get_or_init(Default::default);
+        if let Some((rev, index)) = cache.lock().unwrap().get(repo) {
+            if *rev == revision {
+                return index.clone();
+            }
+        }
+        let index = Arc::new(ClassIndex::build(repo));
+        cache
+            .lock()
+            .unwrap()
+            .insert(repo.to_owned(), (revision, index.clone()));
+        index
+    }
+
+    fn build(repo: &Path) -> ClassIndex {
         let mut index = ClassIndex {
             classes: HashMap::new(),
             modules: HashMap::new(),
@@ -75,19 +101,13 @@ impl ClassIndex {
             }
         }
         let mut written_parents: Vec<(String, String, Vec<String>)> = Vec::new();
-        for root in discover(repo) {
-            for dir in &root.code_dirs {
-                for file in ruby_files(&repo.join(dir), "rb") {
-                    let path = relative_to(repo, &file);
-                    if index.texts.contains_key(&path) {
-                        continue;
-                    }
-                    let Some(text) = read_small(repo, &file) else {
-                        continue;
-                    };
-                    index.add(path, text, &mut written_parents);
-                }
+        // The files the location index read for this commit: each file is
+        // read from disk once per commit, for both.
+        for (path, text) in Index::of(repo).sources() {
+            if index.texts.contains_key(path) {
+                continue;
             }
+            index.add(path.to_owned(), text.to_owned(), &mut written_parents);
         }
         for (class, parent, namespace) in written_parents {
             let resolved = (0..=namespace.len())
