@@ -6,6 +6,7 @@
 //! Run: `cargo run --release -p longtx-bench --bin dashboard-bench -- [--requests 200]`
 //! It uses `LONGTX_BENCH_DATABASE_URL` when set, else a private cluster.
 
+mod help;
 use anyhow::Context;
 use longtx_embedded_pg::{ClusterOptions, EmbeddedPostgres};
 use longtx_testkit::{TestApp, TestDatabase};
@@ -53,7 +54,14 @@ SELECT now() - make_interval(days => (g % 90)::int, secs => (g % 86400)::float8)
 FROM generate_series(1, $1::int8) AS g
 "#;
 
+const USAGE: &str = "dashboard-bench: the dashboard's pages over real HTTP at 10,000 jobs and 1,000,000 alert events.
+
+Usage: dashboard-bench [--requests N]
+  --requests  requests per page (default 200)
+Uses LONGTX_BENCH_DATABASE_URL when set, else a private PostgreSQL cluster.";
+
 fn main() -> anyhow::Result<()> {
+    help::answer_help(USAGE);
     let mut requests = 200;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {

@@ -31,6 +31,7 @@
 //! Run: `cargo build --release -p longtx -p longtx-bench && target/release/door-bench`
 //! (defaults: the sizes of issue 29; `--small` for CI's smaller run).
 
+mod help;
 use anyhow::{bail, Context};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -607,7 +608,15 @@ fn raise_open_files_limit() {
     }
 }
 
+const USAGE: &str = "door-bench: `longtx serve` (the release binary) under a hostile network, measured from outside.
+
+Usage: door-bench [--small] [--seconds N] [--rate N] [--slow-header N] [--slow-body N]
+                  [--large N] [--large-mib N] [--nofile N] [--starving N] [--longtx PATH]
+  --small  the smaller run CI makes
+Build first: cargo build --release -p longtx -p longtx-bench";
+
 fn main() -> anyhow::Result<()> {
+    help::answer_help(USAGE);
     let settings = parse_args()?;
     let binary = longtx_binary(&settings)?;
     raise_open_files_limit();

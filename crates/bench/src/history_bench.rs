@@ -14,6 +14,7 @@
 //!
 //! Usage: `cargo run --release -p longtx-bench --bin history-bench [COMMITS]`
 
+mod help;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -22,7 +23,14 @@ use std::time::{Duration, Instant};
 const FILE: &str = "app/models/order.rb";
 const ROUNDS: usize = 9;
 
+const USAGE: &str =
+    "history-bench: history reviewers for one file against `git log` on the same file.
+
+Usage: history-bench [COMMITS]
+  COMMITS  commits in each generated repository (default 12000)";
+
 fn main() -> anyhow::Result<()> {
+    help::answer_help(USAGE);
     let commits: usize = std::env::args()
         .nth(1)
         .map(|n| n.parse())

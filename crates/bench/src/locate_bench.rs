@@ -17,6 +17,7 @@
 //! `scripts/corpus-checkouts DIR corpus/heldout`).
 
 mod corpus_run;
+mod help;
 
 use longtx_catalog::Catalogue;
 use longtx_prompt::corpus::CorpusFile;
@@ -100,7 +101,15 @@ fn matches(candidate: &Candidate, expect: &str) -> bool {
     }
 }
 
+const USAGE: &str = "locate-bench: the code locator and the pattern ranking on a labelled corpus of public Rails applications.
+
+Usage: locate-bench --checkouts DIR [--corpus FOLDER] [--misses]
+  --checkouts  clones made by `scripts/corpus-checkouts DIR FOLDER`
+  --corpus     the corpus folder (default corpus/locate; also corpus/modular, corpus/heldout)
+  --misses     print each miss";
+
 fn main() -> anyhow::Result<()> {
+    help::answer_help(USAGE);
     let run = corpus_run::CorpusRun::from_args("corpus/locate")?;
     let show_misses = run.misses;
     let catalogue = Catalogue::load(&run.root.join("patterns"))?;

@@ -11,6 +11,7 @@
 //! PostgreSQL's default durability under the temp dir.
 
 mod batch;
+mod help;
 mod load;
 
 use anyhow::Context;
@@ -52,7 +53,18 @@ fn parse_args() -> anyhow::Result<Settings> {
     Ok(settings)
 }
 
+const USAGE: &str =
+    "intake-bench: intake throughput and latency over real HTTP, beside the database ceiling.
+
+Usage: intake-bench [--seconds N] [--senders N] [--rate PER_SECOND] [--pool N]
+  --seconds  how long each load runs (default 10)
+  --senders  concurrent senders in the closed-loop runs (default 16)
+  --rate     alerts per second in the fixed-rate run (default 200)
+  --pool     database pool size (default 5)
+Uses LONGTX_BENCH_DATABASE_URL when set, else a private PostgreSQL cluster.";
+
 fn main() -> anyhow::Result<()> {
+    help::answer_help(USAGE);
     let settings = parse_args()?;
     let server = match std::env::var("LONGTX_BENCH_DATABASE_URL") {
         Ok(url) => sqlx_options(&url)?,

@@ -8,6 +8,7 @@
 //!
 //! Run: `cargo run --release -p longtx-bench --bin prompt-bench -- [--renders 2000]`
 
+mod help;
 use longtx_catalog::Catalogue;
 use longtx_prompt::{locate, JobFacts, PromptRenderer, PromptSources, DEFAULT_BUDGET_BYTES};
 use std::path::{Path, PathBuf};
@@ -15,7 +16,13 @@ use std::time::{Duration, Instant};
 
 const PATTERNS: usize = 50;
 
+const USAGE: &str = "prompt-bench: how long rendering one prompt takes with a 50-pattern catalogue (goal: under 5 ms).
+
+Usage: prompt-bench [--renders N]
+  --renders  how many prompts to render (default 2000)";
+
 fn main() -> anyhow::Result<()> {
+    help::answer_help(USAGE);
     let renders: usize = match std::env::args().nth(1).as_deref() {
         Some("--renders") => std::env::args().nth(2).unwrap_or_default().parse()?,
         Some(other) => anyhow::bail!("unknown flag {other}; use --renders N"),

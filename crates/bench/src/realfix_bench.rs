@@ -23,6 +23,7 @@
 //! Run: `cargo run --release -p longtx-bench --bin realfix-bench -- --checkouts DIR [--misses]`
 
 mod corpus_run;
+mod help;
 
 use longtx_prompt::corpus::{RealFix, RealFixFile};
 use longtx_prompt::{locate, Candidate, JobFacts, PromptSources, DEFAULT_BUDGET_BYTES};
@@ -277,7 +278,18 @@ fn measure(
     }
 }
 
+const USAGE: &str =
+    "realfix-bench: the prompt measured against real historical fixes of long transactions,
+on the tuned-on half (corpus/real-fixes) and the held-out half (corpus/real-fixes-heldout).
+
+Usage: realfix-bench --checkouts DIR [--corpus FOLDER] [--misses]
+  --checkouts  clones made by `scripts/corpus-checkouts DIR corpus/real-fixes` (and -heldout)
+  --corpus     measure this folder alone instead of both halves
+  --misses     print each miss
+REALFIX_SHOW=<commit prefix> prints one fix's sites; REALFIX_PROMPT=<prefix> its prompt.";
+
 fn main() -> anyhow::Result<()> {
+    help::answer_help(USAGE);
     let run = corpus_run::CorpusRun::from_args("corpus/real-fixes")?;
     let halves: Vec<(&str, std::path::PathBuf)> = if run.corpus_given {
         vec![("all", run.corpus.clone())]
