@@ -97,6 +97,11 @@ pub struct Config {
     pub prompt_budget_bytes: usize,
     pub github: GitHubConfig,
     pub reviews: ReviewConfig,
+    /// `LONGTX_LOG` and `LONGTX_LOG_FORMAT`, as `config check` shows them
+    /// (logging itself is set up from the environment before any file is
+    /// read, so these two have no file key).
+    pub log_filter: String,
+    pub log_format: String,
 }
 
 /// GitHub access and dispatch. No credentials: dry-run mode.
@@ -158,6 +163,8 @@ impl fmt::Debug for Config {
             .field("alert_retention", &self.alert_retention)
             .field("collect_dsn", &self.collect_dsn)
             .field("collect_interval", &self.collect_interval)
+            .field("log_filter", &self.log_filter)
+            .field("log_format", &self.log_format)
             .field("patterns_dir", &self.patterns_dir)
             .field("prompt_template", &self.prompt_template)
             .field("repo_path", &self.repo_path)
@@ -546,6 +553,8 @@ impl Config {
                 file.collect_interval,
                 "15s",
             )?,
+            log_filter: var("LONGTX_LOG").unwrap_or_else(|| "info".to_owned()),
+            log_format: var("LONGTX_LOG_FORMAT").unwrap_or_else(|| "text".to_owned()),
         })
     }
 }

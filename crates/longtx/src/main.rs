@@ -40,7 +40,7 @@ enum Command {
     /// non-loopback address needs LONGTX_WEBHOOK_TOKEN). With DATABASE_URL
     /// unset it runs a private PostgreSQL under LONGTX_DATA_DIR; with no
     /// GitHub credentials it runs in dry-run mode. `longtx config check`
-    /// shows every setting; README lists them.
+    /// shows every setting and `longtx config reference` explains each.
     Serve,
     /// Apply database migrations and exit.
     Migrate,
@@ -107,6 +107,8 @@ enum Command {
     /// Print the prompt a job for this source would get, offline (to
     /// preview template and catalogue edits).
     Prompt {
+        /// The source as an alert names it: `admin/users#update`,
+        /// `ImportWorker` or `rake:db:backfill`.
         #[arg(long)]
         query_source: String,
         /// A table whose metadata lock was held; repeat for several.
@@ -430,4 +432,33 @@ fn init_tracing() {
         let what = longtx_core::text::panic_text(info.payload());
         tracing::error!(panic = %what, at = %at, "a task panicked");
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every flag and argument of every subcommand says what it is in
+    /// `--help`: an undescribed one leaves a new user guessing.
+    #[test]
+    fn every_argument_of_every_command_has_a_description() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "longtx", &mut missing);
+        assert!(missing.is_empty(), "arguments without a description: {missing:?}");
+    }
 }

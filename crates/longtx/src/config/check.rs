@@ -174,6 +174,23 @@ pub fn shown(c: &Config) -> Vec<Shown> {
             }
             .to_owned(),
         ),
+        (
+            "LONGTX_DEVIN_ORG_ID",
+            or_unset(&gh.devin.as_ref().map(|d| d.org_id.clone())),
+        ),
+        (
+            "LONGTX_DEVIN_API_URL",
+            or_unset(&gh.devin.as_ref().map(|d| d.api_url.clone())),
+        ),
+        (
+            "LONGTX_USD_PER_ACU",
+            or_unset(
+                &gh.devin
+                    .as_ref()
+                    .and_then(|d| d.usd_per_acu)
+                    .map(|p| p.to_string()),
+            ),
+        ),
         ("LONGTX_GITHUB_WEBHOOK_SECRET", secret(&r.webhook_secret)),
         ("LONGTX_FALLBACK_TEAM", or_unset(&r.fallback_team)),
         ("LONGTX_MAX_REVIEWERS", r.max_reviewers.to_string()),
@@ -192,6 +209,12 @@ pub fn shown(c: &Config) -> Vec<Shown> {
         ("LONGTX_PRE_REVIEW_WORKFLOW", r.pre_review_workflow.clone()),
         ("LONGTX_PRE_REVIEW_TIMEOUT", duration(r.pre_review_timeout)),
         ("LONGTX_MAX_REVISIONS", r.max_revisions.to_string()),
+        (
+            "LONGTX_AUTHOR_LOGINS",
+            format!("{} email(s) mapped", r.author_logins.len()),
+        ),
+        ("LONGTX_LOG", c.log_filter.clone()),
+        ("LONGTX_LOG_FORMAT", c.log_format.clone()),
     ];
     rows.into_iter()
         .map(|(key, value)| Shown { key, value })

@@ -361,6 +361,18 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         file_key: "",
+        env: "`LONGTX_CONFIG`",
+        default: "none (no file)",
+        meaning: "The configuration file every command reads (`--config` on the command line); environment variables override its keys.",
+    },
+    Setting {
+        file_key: "",
+        env: "`LONGTX_COLLECT_PUSH_URL`",
+        default: "unset",
+        meaning: "`longtx collect` only: push each poll's snapshot to this longtx URL (`http(s)://HOST/collect`) instead of serving `/metrics` itself; `--push-url` on the command line.",
+    },
+    Setting {
+        file_key: "",
         env: "`LONGTX_LOG`",
         default: "`info`",
         meaning: "Log filter (`tracing` syntax, e.g. `longtx_http=debug,info`).",
@@ -390,6 +402,79 @@ pub fn markdown() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Settings `config check` does not show as rows of their own: read by
+    /// one command only (not what `serve` runs with), a secret's `_FILE`
+    /// form (shown as its setting's source), or GitHub credentials (shown
+    /// together as one row).
+    const NOT_SHOWN: &[&str] = &[
+        "LONGTX_COLLECT_PUSH_URL",
+        "LONGTX_CONFIG",
+        "GITHUB_TOKEN",
+        "LONGTX_GITHUB_TOKEN",
+        "LONGTX_GITHUB_APP_ID",
+        "LONGTX_GITHUB_APP_PRIVATE_KEY_FILE",
+        "LONGTX_GITHUB_INSTALLATION_ID",
+    ];
+
+    #[test]
+    fn every_setting_in_the_reference_is_shown_by_config_check() {
+        let config = crate::config::Config::load(None, &|_| None).unwrap();
+        let shown: Vec<&str> = crate::config::check::shown(&config)
+            .iter()
+            .map(|s| s.key)
+            .collect();
+        for setting in SETTINGS {
+            for name in setting.env_names() {
+                assert!(
+                    shown.contains(&name) || NOT_SHOWN.contains(&name),
+                    "{name} is in the reference but config check does not show it"
+                );
+            }
+        }
+    }
+
+    /// Every `LONGTX_*` variable the binary's own code reads (a clap `env`
+    /// or a `var("LONGTX_…")` outside tests) is in the reference.
+    #[test]
+    fn every_variable_the_code_reads_is_in_the_reference() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = vec![src.clone()];
+        let mut read: Vec<String> = Vec::new();
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(
+                    std::fs::read_dir(&path)
+                        .unwrap()
+                        .flatten()
+                        .map(|e| e.path()),
+                );
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            // Tests set variables of their own; only the code above them counts.
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            for (at, _) in code.match_indices("\"LONGTX_") {
+                let name: String = code[at + 1..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                    .collect();
+                let before = &code[..at];
+                let is_read = before.ends_with("var(") || before.ends_with("env = ");
+                if is_read && !read.contains(&name) {
+                    read.push(name);
+                }
+            }
+        }
+        assert!(read.len() > 20, "the scan finds the variables: {read:?}");
+        for name in read {
+            let listed = SETTINGS.iter().any(|s| s.env_names().any(|n| n == name));
+            assert!(
+                listed,
+                "{name} is read by the code but missing from the settings reference"
+            );
+        }
+    }
 
     #[test]
     fn every_setting_config_check_shows_is_in_the_reference() {
