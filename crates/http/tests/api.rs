@@ -85,6 +85,30 @@ async fn a_job_shows_its_alert_events_with_raw_payloads() {
         events[0]["raw_payload"]["labels"]["query_source"],
         "Evt::Worker"
     );
+    // Every field the job object has is in the book's API page.
+    let book = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/book/src/api.md"
+    ))
+    .unwrap();
+    let mut fields: Vec<String> = Vec::new();
+    for object in [&detail, &detail["job"], &detail["queue"]] {
+        if let Some(map) = object.as_object() {
+            fields.extend(map.keys().cloned());
+        }
+    }
+    assert!(
+        detail["queue"].is_object(),
+        "a queued job has its place: {detail}"
+    );
+    let undocumented: Vec<&String> = fields
+        .iter()
+        .filter(|f| !book.contains(&format!("`{f}`")))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "fields of GET /api/jobs/{{id}} missing from docs/book/src/api.md: {undocumented:?}"
+    );
 }
 
 #[tokio::test]

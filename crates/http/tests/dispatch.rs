@@ -119,6 +119,19 @@ async fn a_hundred_alerts_over_ten_sources_make_ten_dispatches() {
         .await;
     assert_eq!(job["job"]["run_id"], run["id"]);
     assert_eq!(job["job"]["run_url"], run["html_url"]);
+    // The dispatch record's fields are in the book's API page.
+    let book = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/book/src/api.md"
+    ))
+    .unwrap();
+    let record = job["dispatches"][0].as_object().expect("a dispatch record");
+    for field in record.keys() {
+        assert!(
+            book.contains(&format!("`{field}`")),
+            "dispatch field {field} is missing from docs/book/src/api.md"
+        );
+    }
 }
 
 #[tokio::test]

@@ -459,6 +459,9 @@ mod tests {
         }
         let mut missing = Vec::new();
         walk(&Cli::command(), "longtx", &mut missing);
-        assert!(missing.is_empty(), "arguments without a description: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "arguments without a description: {missing:?}"
+        );
     }
 }
