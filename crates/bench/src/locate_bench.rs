@@ -193,7 +193,8 @@ fn main() -> anyhow::Result<()> {
                 tables: case.tables.clone(),
                 ..JobFacts::default()
             };
-            let code = longtx_prompt::locate::code_context(&dir, &job.tables, &found);
+            let code =
+                longtx_prompt::locate::code_context(&dir, &job.query_source, &job.tables, &found);
             let ranked = rank_patterns(&job, &found, &code, &catalogue);
             // A top pattern at score 0 is no pick, whatever the catalogue order.
             let top = ranked

@@ -168,7 +168,7 @@ fn measure(
         tables: vec![fix.table.clone()],
         ..JobFacts::default()
     };
-    let code = longtx_prompt::locate::code_context(dir, &facts.tables, &found);
+    let code = longtx_prompt::locate::code_context(dir, &fix.query_source, &facts.tables, &found);
     // The prompt's "where it most likely lives": the transaction sites,
     // else the entry point.
     let places: Vec<(String, Shown)> = if code.sites.is_empty() {

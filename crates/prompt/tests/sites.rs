@@ -562,3 +562,34 @@ fn transitions_of_a_machine_without_transactions_hold_nothing() {
         "use_transactions: false runs the hook outside any transaction: {prompt}"
     );
 }
+
+#[test]
+fn a_destroy_is_not_led_by_the_save_callbacks_of_the_model_it_destroys() {
+    let app = App::new(
+        "destroy-action",
+        &[
+            (
+                "app/controllers/api/restful_controller.rb",
+                "module Api\n  class RestfulController < ApplicationController\n    def destroy_action\n      resource.destroy\n    end\n  end\nend\n",
+            ),
+            (
+                "app/controllers/api/discussions_controller.rb",
+                "module Api\n  class DiscussionsController < RestfulController\n    def destroy\n      destroy_action\n    end\n  end\nend\n",
+            ),
+            (
+                "app/models/discussion.rb",
+                "class Discussion < ApplicationRecord\n  has_many :comments, dependent: :destroy\n  before_save :notify_watchers\n  after_destroy :purge_search\n\n  def notify_watchers\n    WatcherMailer.changed(self).deliver_now\n  end\n\n  def purge_search\n    SearchIndex.client.delete(id)\n    Faraday.post(\"https://search.example/purge\", id: id)\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("api/discussions#destroy", &["discussions"]);
+    let section = sites(&prompt);
+    assert!(
+        !section.contains("before_save :notify_watchers"),
+        "a destroy never runs before_save: {section}"
+    );
+    assert!(
+        section.contains("after_destroy :purge_search"),
+        "the destroy's own callback is the lead: {section}"
+    );
+}

@@ -89,7 +89,12 @@ pub struct CodeContext {
 }
 
 /// The models of `tables` and the calls of the first candidate's method.
-pub fn code_context(repo: &Path, tables: &[String], candidates: &[Candidate]) -> CodeContext {
+pub fn code_context(
+    repo: &Path,
+    query_source: &str,
+    tables: &[String],
+    candidates: &[Candidate],
+) -> CodeContext {
     let index = ClassIndex::of(repo);
     let models: Vec<ModelRef> = tables
         .iter()
@@ -101,7 +106,8 @@ pub fn code_context(repo: &Path, tables: &[String], candidates: &[Candidate]) ->
             let method = c.excerpt.as_deref().map(defined_method).unwrap_or_default();
             callbacks::SaveKind::of_action(&c.path, &method)
         })
-        .unwrap_or(callbacks::SaveKind::Any);
+        .filter(|kind| *kind != callbacks::SaveKind::Any)
+        .unwrap_or_else(|| callbacks::SaveKind::of_source(query_source));
     let calls = candidates
         .first()
         .and_then(|c| c.excerpt.as_ref().map(|e| (c, e)))
@@ -116,7 +122,13 @@ pub fn code_context(repo: &Path, tables: &[String], candidates: &[Candidate]) ->
         .iter()
         .flat_map(|model| listed_callbacks(callbacks::callbacks_of(&index, model, save, &located)))
         .collect();
-    let sites = sites::transaction_sites(&index, &models, candidates.first(), save);
+    // `api/discussions#destroy` destroys a `discussions` row.
+    let destroyed_table = (save == callbacks::SaveKind::Destroy)
+        .then(|| query_source.rsplit_once('#'))
+        .flatten()
+        .and_then(|(controller, _)| controller.rsplit('/').next());
+    let sites =
+        sites::transaction_sites(&index, &models, candidates.first(), save, destroyed_table);
     CodeContext {
         models,
         calls,

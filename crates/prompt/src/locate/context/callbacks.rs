@@ -95,6 +95,18 @@ impl SaveKind {
         }
     }
 
+    /// What the source's action says it does, when the entry's own file
+    /// does not (an action a gem defines: `api/discussions#destroy` served
+    /// by a `destroy_action` of a base controller).
+    pub(in crate::locate) fn of_source(query_source: &str) -> SaveKind {
+        match query_source.rsplit_once('#').map(|(_, action)| action) {
+            Some("create") => SaveKind::Create,
+            Some("update") => SaveKind::Update,
+            Some("destroy") => SaveKind::Destroy,
+            _ => SaveKind::Any,
+        }
+    }
+
     /// Whether Active Record runs `kind` (`after_destroy`, `validate`...)
     /// for this save; `on:` narrows a callback to creates or updates.
     fn runs(self, kind: &str, declaration: &str) -> bool {
