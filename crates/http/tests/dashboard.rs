@@ -590,9 +590,9 @@ async fn seed_a_real_looking_history(conn: &mut sqlx::PgConnection) {
     .unwrap();
 }
 
-/// The dashboard's picture in the docs (`docs/dashboard.png`), from the
+/// The dashboard's picture in the book (`docs/book/src/dashboard.png`), from the
 /// history above rather than the hostile one the other tests use:
-/// `LONGTX_SCREENSHOT_OUT=$PWD/docs/dashboard.png cargo test -p longtx-http
+/// `LONGTX_SCREENSHOT_OUT=$PWD/docs/book/src/dashboard.png cargo test -p longtx-http
 /// --test dashboard the_docs_picture` refreshes it.
 #[tokio::test]
 async fn the_docs_picture_shows_a_real_looking_month() {

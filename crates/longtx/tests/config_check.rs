@@ -217,3 +217,40 @@ fn each_value_says_where_it_came_from() {
         "{table}"
     );
 }
+
+/// The shipped `longtx.example.toml` is a valid configuration, and names
+/// every key the file may hold (set, or commented out with an example).
+#[test]
+fn the_example_configuration_is_valid_and_names_every_file_key() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let example = root.join("longtx.example.toml");
+    let dir = std::env::temp_dir().join(format!("longtx-tmp-example-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = longtx(
+        &["config", "check", "--config", example.to_str().unwrap()],
+        &[],
+        &dir,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("configuration is valid"),
+        "{}",
+        text(&out)
+    );
+    let reference = Command::new(env!("CARGO_BIN_EXE_longtx"))
+        .args(["config", "reference"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&reference.stdout).into_owned();
+    let file = std::fs::read_to_string(&example).unwrap();
+    for row in table.lines().skip(2) {
+        let keys = row.split('|').nth(1).unwrap_or("");
+        for key in keys.split('`').skip(1).step_by(2) {
+            assert!(
+                file.contains(&format!("\n{key} = ")) || file.contains(&format!("\n# {key} = ")),
+                "longtx.example.toml lacks {key}"
+            );
+        }
+    }
+}

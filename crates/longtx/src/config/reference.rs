@@ -369,7 +369,7 @@ pub const SETTINGS: &[Setting] = &[
         file_key: "",
         env: "`LONGTX_COLLECT_PUSH_URL`",
         default: "unset",
-        meaning: "`longtx collect` only: push each poll's snapshot to this longtx URL (`http(s)://HOST/collect`) instead of serving `/metrics` itself; `--push-url` on the command line.",
+        meaning: "`longtx collect` only (`--push`): a `longtx serve` to push each source's longest transaction to, under the threshold too, for its what-if (`http://longtx:8080`).",
     },
     Setting {
         file_key: "",
