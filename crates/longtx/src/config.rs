@@ -355,7 +355,7 @@ impl Config {
                 })?;
                 toml::from_str::<FileConfig>(&text).map_err(|e| ConfigError::File {
                     path: path.display().to_string(),
-                    message: e.to_string(),
+                    message: file_error(&text, &e),
                 })?
             }
             None => FileConfig::default(),
@@ -557,6 +557,30 @@ impl Config {
             log_format: var("LONGTX_LOG_FORMAT").unwrap_or_else(|| "text".to_owned()),
         })
     }
+}
+
+/// A TOML error as one line: an unknown key with the key meant (serde lists
+/// all 44 valid ones instead), anything else with its line.
+fn file_error(text: &str, e: &toml::de::Error) -> String {
+    let line = e
+        .span()
+        .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+    let at = line.map(|l| format!("line {l}: ")).unwrap_or_default();
+    let message = e.message();
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let key = rest.split('`').next().unwrap_or("");
+        let nearest = reference::SETTINGS
+            .iter()
+            .flat_map(|s| s.file_keys())
+            .map(|k| (reference::edit_distance(key, k), k))
+            .min()
+            .filter(|(d, _)| *d <= 3);
+        return match nearest {
+            Some((_, meant)) => format!("{at}unknown key `{key}`; did you mean `{meant}`?"),
+            None => format!("{at}unknown key `{key}` (`longtx config reference` lists the keys)"),
+        };
+    }
+    format!("{at}{message}")
 }
 
 /// The GitHub keys of the file, apart, so `load_github` can own them.

@@ -75,7 +75,12 @@ struct Report<'a> {
 
 /// Runs every check, prints them (`json`: one JSON document), and returns
 /// whether none failed. `fix` creates what longtx can create (labels).
-pub async fn run(config: &Config, fix: bool, json: bool) -> anyhow::Result<bool> {
+pub async fn run(
+    config: &Config,
+    fix: bool,
+    json: bool,
+    allow_dry_run: bool,
+) -> anyhow::Result<bool> {
     // What `serve` would refuse comes first: the rest may make no sense
     // until it is corrected.
     // The ignore list has its own check below (with its entry count), so
@@ -96,6 +101,18 @@ pub async fn run(config: &Config, fix: bool, json: bool) -> anyhow::Result<bool>
         .collect();
     checks.extend(local::checks(config).await);
     checks.extend(github::checks(config, fix).await);
+    // A dry run is a failure unless accepted: said as a check, so the
+    // JSON's `ok` and the exit status agree and the reason is in both.
+    let dry_run = config.github.credentials.is_none() || config.github.repo.is_none();
+    if dry_run && !allow_dry_run {
+        checks.push(Check::fail(
+            "github.configured",
+            "GitHub is not configured, so its checks were skipped and longtx would run in \
+             dry-run mode (dispatches recorded, never sent)",
+            "set LONGTX_GITHUB_REPO and a token or GitHub App, or pass --allow-dry-run to accept \
+             a dry run",
+        ));
+    }
     let ok = !checks.iter().any(|c| c.status == Status::Fail);
     if json {
         println!(

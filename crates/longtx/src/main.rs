@@ -355,24 +355,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             json,
             allow_dry_run,
         } => {
-            let ok = runtime.block_on(doctor::run(&config, fix, json))?;
+            let ok = runtime.block_on(doctor::run(&config, fix, json, allow_dry_run))?;
             let dry_run = config.github.credentials.is_none() || config.github.repo.is_none();
             if !ok {
                 anyhow::bail!("some checks failed (see above)")
-            } else if dry_run && !allow_dry_run {
-                anyhow::bail!(
-                    "GitHub is not configured, so its checks were skipped and longtx would run in \
-                     dry-run mode (dispatches recorded, never sent): set LONGTX_GITHUB_REPO and a \
-                     token or GitHub App, or pass --allow-dry-run to accept a dry run"
-                )
-            } else {
-                if dry_run {
-                    eprintln!(
-                        "doctor: the local checks passed; GitHub was skipped (--allow-dry-run)"
-                    );
-                }
-                Ok(())
             }
+            if dry_run {
+                eprintln!("doctor: the local checks passed; GitHub was skipped (--allow-dry-run)");
+            }
+            Ok(())
         }
         Command::Migrate => runtime.block_on(async {
             let db = database::Database::open(&config).await?;

@@ -254,3 +254,37 @@ fn the_example_configuration_is_valid_and_names_every_file_key() {
         }
     }
 }
+
+/// A misspelt key in the file or a misspelt variable names the one meant.
+#[test]
+fn a_misspelling_is_answered_with_the_setting_meant() {
+    let dir = std::env::temp_dir().join(format!("longtx-tmp-misspelt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("longtx.toml");
+    std::fs::write(&file, "treshold_seconds = 50\n").unwrap();
+    let in_file = longtx(
+        &["config", "check", "--config", file.to_str().unwrap()],
+        &[],
+        &dir,
+    );
+    let in_env = longtx(
+        &["config", "check"],
+        &[("LONGTX_TRESHOLD_SECONDS", "50")],
+        &dir,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!in_file.status.success());
+    assert!(
+        text(&in_file)
+            .contains("line 1: unknown key `treshold_seconds`; did you mean `threshold_seconds`?"),
+        "{}",
+        text(&in_file)
+    );
+    assert!(
+        text(&in_env).contains(
+            "warning: environment: LONGTX_TRESHOLD_SECONDS is not a longtx setting; did you mean LONGTX_THRESHOLD_SECONDS?"
+        ),
+        "{}",
+        text(&in_env)
+    );
+}

@@ -289,6 +289,23 @@ async fn without_github_doctor_says_what_it_skipped_and_passes_only_when_a_dry_r
     let said = String::from_utf8_lossy(&accepted.stderr);
     assert!(accepted.status.success(), "{said}");
     assert!(said.contains("GitHub was skipped"), "{said}");
+
+    // --json's `ok` agrees with the exit status, and carries the reason.
+    const JSON: &[&str] = &["--json"];
+    const JSON_DRY_RUN: &[&str] = &["--json", "--allow-dry-run"];
+    for (extra, succeeds) in [(JSON, false), (JSON_DRY_RUN, true)] {
+        let out = run(extra).await.unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(out.status.success(), succeeds, "{report}");
+        assert_eq!(report["ok"], succeeds, "{report}");
+        let configured = report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["id"] == "github.configured" && c["status"] == "fail");
+        assert_eq!(configured, !succeeds, "{report}");
+    }
 }
 
 #[tokio::test]

@@ -296,10 +296,25 @@ fn unusable_secret(secret: &str) -> Option<String> {
 
 /// What `config check` and `serve` warn about but accept.
 pub fn warnings(c: &Config) -> Vec<Problem> {
+    // A misspelt variable is otherwise silently no setting at all.
+    let mut found: Vec<Problem> = super::reference::unknown_variables(
+        std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()),
+    )
+    .into_iter()
+    .map(|(name, nearest)| Problem {
+        key: "environment",
+        message: match nearest {
+            Some(meant) => format!("{name} is not a longtx setting; did you mean {meant}?"),
+            None => {
+                format!("{name} is not a longtx setting (`longtx config reference` lists them)")
+            }
+        },
+    })
+    .collect();
     if !c.listen.ip().is_loopback() {
-        return Vec::new();
+        return found;
     }
-    typed_secrets(c)
+    found.extend(typed_secrets(c)
         .into_iter()
         .filter(|(_, secret)| secret.chars().count() < MIN_SECRET_CHARS && unusable_secret(secret).is_none())
         .map(|(key, secret)| Problem {
@@ -308,8 +323,8 @@ pub fn warnings(c: &Config) -> Vec<Problem> {
                 "is {} characters, guessable; fine on loopback, refused beyond it: use {MIN_SECRET_CHARS} or more (`openssl rand -hex 32`)",
                 secret.chars().count()
             ),
-        })
-        .collect()
+        }));
+    found
 }
 
 /// Every reason `serve` would refuse to start with `c`, before it touches

@@ -385,6 +385,64 @@ pub const SETTINGS: &[Setting] = &[
     },
 ];
 
+/// `LONGTX_*` variables longtx's tests and benches read: not settings, and
+/// not misspellings of one.
+const NOT_SETTINGS: [&str; 4] = [
+    "LONGTX_TEST_DATABASE_URL",
+    "LONGTX_BENCH_DATABASE_URL",
+    "LONGTX_SCREENSHOT_OUT",
+    "LONGTX_CHROMIUM",
+];
+
+/// The `LONGTX_*` names among `names` that no setting has (a secret's
+/// `_FILE` form counts as its setting's), each with the nearest setting's
+/// name when one is close enough to be the one meant.
+pub fn unknown_variables(
+    names: impl Iterator<Item = String>,
+) -> Vec<(String, Option<&'static str>)> {
+    let known: Vec<&'static str> = SETTINGS.iter().flat_map(|s| s.env_names()).collect();
+    let mut unknown: Vec<(String, Option<&'static str>)> = names
+        .filter(|name| name.starts_with("LONGTX_"))
+        .filter(|name| {
+            let base = name.strip_suffix("_FILE").unwrap_or(name);
+            !known.contains(&name.as_str())
+                && !known.contains(&base)
+                && !NOT_SETTINGS.contains(&name.as_str())
+        })
+        .map(|name| {
+            let nearest = known
+                .iter()
+                .map(|k| (edit_distance(&name, k), *k))
+                .min()
+                .filter(|(d, _)| *d <= 3)
+                .map(|(_, k)| k);
+            (name, nearest)
+        })
+        .collect();
+    unknown.sort();
+    unknown
+}
+
+/// Levenshtein distance, for "did you mean".
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let current = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                previous
+            } else {
+                1 + previous.min(row[j]).min(current)
+            };
+            previous = current;
+        }
+    }
+    row[b.len()]
+}
+
 /// The settings table in Markdown, as the book shows it.
 pub fn markdown() -> String {
     let mut out = String::from(
@@ -474,6 +532,29 @@ mod tests {
                 "{name} is read by the code but missing from the settings reference"
             );
         }
+    }
+
+    #[test]
+    fn a_misspelt_variable_is_unknown_with_the_setting_meant() {
+        let names = [
+            "LONGTX_TRESHOLD_SECONDS",
+            "LONGTX_THRESHOLD_SECONDS",
+            "LONGTX_WEBHOOK_TOKEN_FILE",
+            "LONGTX_TEST_DATABASE_URL",
+            "LONGTX_SOMETHING_ELSE_ENTIRELY",
+            "PATH",
+        ]
+        .map(String::from);
+        assert_eq!(
+            unknown_variables(names.into_iter()),
+            vec![
+                ("LONGTX_SOMETHING_ELSE_ENTIRELY".to_owned(), None),
+                (
+                    "LONGTX_TRESHOLD_SECONDS".to_owned(),
+                    Some("LONGTX_THRESHOLD_SECONDS")
+                ),
+            ]
+        );
     }
 
     #[test]
