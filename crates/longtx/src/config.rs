@@ -430,10 +430,20 @@ impl Config {
                         env_value: Option<String>,
                         file_value: Option<String>,
                         default: &str| {
+            // Name where a bad value was written: the file's key, when it
+            // came from the file, is what the person has to edit.
+            let from_file = env_value.is_none() && file_value.is_some();
             let text = env_value
                 .or(file_value)
                 .unwrap_or_else(|| default.to_owned());
-            parse_duration(&text).map_err(|e| invalid(key, e))
+            parse_duration(&text).map_err(|e| {
+                if from_file {
+                    let file_key = key.trim_start_matches("LONGTX_").to_lowercase();
+                    invalid(key, format!("`{file_key}` in the file: {e}"))
+                } else {
+                    invalid(key, e)
+                }
+            })
         };
 
         let patterns_dir = var("LONGTX_PATTERNS_DIR")
@@ -929,6 +939,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("LONGTX_COOLDOWN"), "{err}");
+        let err = load(&[], Some("cooldown = \"7 days\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`cooldown` in the file"), "{err}");
         let err = load(&[], Some("unknown_key = 1\n"))
             .unwrap_err()
             .to_string();

@@ -288,3 +288,36 @@ fn a_misspelling_is_answered_with_the_setting_meant() {
         text(&in_env)
     );
 }
+
+/// A value written in the file is reported as the file's key, with what to
+/// write instead.
+#[test]
+fn a_bad_value_in_the_file_names_the_file_key_and_the_fix() {
+    let dir = std::env::temp_dir().join(format!("longtx-tmp-file-values-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("longtx.toml");
+    std::fs::write(&file, "cooldown = \"7 days\"\n").unwrap();
+    let duration = longtx(
+        &["config", "check", "--config", file.to_str().unwrap()],
+        &[],
+        &dir,
+    );
+    std::fs::write(&file, "public_url = \"longtx.internal:8080\"\n").unwrap();
+    let url = longtx(
+        &["config", "check", "--config", file.to_str().unwrap()],
+        &[],
+        &dir,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        text(&duration).contains("`cooldown` in the file: invalid duration \"7 days\""),
+        "{}",
+        text(&duration)
+    );
+    assert!(
+        text(&url).contains("has no scheme: write http://longtx.internal:8080"),
+        "{}",
+        text(&url)
+    );
+    assert!(!duration.status.success() && !url.status.success());
+}

@@ -228,6 +228,12 @@ fn http_url(key: &'static str, text: &str, what: &str) -> Option<Problem> {
     };
     match url::Url::parse(text) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => None,
+        // `longtx.internal:8080` parses as the scheme `longtx.internal`.
+        Ok(_) if !text.contains("://") => Some(problem(format!(
+            "{:?} has no scheme: write http://{} (or https://)",
+            redact(text),
+            redact(text)
+        ))),
         Ok(u) => Some(problem(format!(
             "{:?} is a {} URL",
             redact(text),
