@@ -12,6 +12,7 @@ mod context;
 mod controllers;
 mod flattened;
 mod modular;
+mod per_commit;
 mod roots;
 mod ruby_facts;
 

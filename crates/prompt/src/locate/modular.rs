@@ -3,13 +3,14 @@
 //! rake tasks in every root's `lib/tasks`. Used when the conventional
 //! layout of the application itself does not hold the code.
 
+use super::per_commit::{shared, Cache};
 use super::roots::{discover, CodeRoot};
 use super::ruby_facts::{self, MixinKind, RubyFacts};
 use super::{block_from, find_rake_task, rake_excerpt, read_small, ruby_files, Candidate};
 use longtx_core::query_logs::underscore;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// How many ancestors (parents and their mixins) lookup follows.
 const MAX_DEPTH: usize = 12;
@@ -125,22 +126,8 @@ impl Index {
     /// The index of `repo` at its current commit, built once per commit
     /// and shared (a checkout without git is indexed afresh each time).
     pub fn of(repo: &Path) -> Arc<Index> {
-        static CACHE: OnceLock<Mutex<Cached>> = OnceLock::new();
-        let Some(revision) = head_revision(repo) else {
-            return Arc::new(Index::build(repo));
-        };
-        let cache = CACHE.get_or_init(Default::default);
-        if let Some((rev, index)) = cache.lock().unwrap().get(repo) {
-            if *rev == revision {
-                return index.clone();
-            }
-        }
-        let index = Arc::new(Index::build(repo));
-        cache
-            .lock()
-            .unwrap()
-            .insert(repo.to_owned(), (revision, index.clone()));
-        index
+        static CACHE: Cache<Index> = OnceLock::new();
+        shared(&CACHE, repo, || Index::build(repo))
     }
 
     /// Every Ruby file of every root, as (path, text), in root order.
@@ -173,9 +160,6 @@ impl Index {
         })
     }
 }
-
-/// Indexes by checkout, with the commit each was built at.
-type Cached = HashMap<PathBuf, (String, Arc<Index>)>;
 
 /// The files that declare `class` (a class, not a module), in the
 /// application or any root, the file Zeitwerk would load first; each with
@@ -213,24 +197,6 @@ fn owning_root(roots: &[CodeRoot], path: &str) -> Option<usize> {
         .filter(|(_, r)| r.dir.is_empty() || path.starts_with(&format!("{}/", r.dir)))
         .max_by_key(|(_, r)| r.dir.len())
         .map(|(i, _)| i)
-}
-
-/// The commit `HEAD` names, read from `.git` without running git.
-pub(super) fn head_revision(repo: &Path) -> Option<String> {
-    let git = repo.join(".git");
-    let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
-    let head = head.trim();
-    let Some(reference) = head.strip_prefix("ref: ") else {
-        return Some(head.to_owned());
-    };
-    if let Ok(sha) = std::fs::read_to_string(git.join(reference)) {
-        return Some(sha.trim().to_owned());
-    }
-    let packed = std::fs::read_to_string(git.join("packed-refs")).ok()?;
-    packed.lines().find_map(|line| {
-        let (sha, name) = line.split_once(' ')?;
-        (name == reference).then(|| sha.to_owned())
-    })
 }
 
 /// Where a method Ruby would run comes from.

@@ -2,12 +2,13 @@
 //! path gems), with its file, its parent and the methods models and
 //! services define: what calls are resolved against.
 
-use super::super::modular::{head_revision, Index};
+use super::super::modular::Index;
+use super::super::per_commit::{shared, Cache};
 use super::super::{declared_classes, read_small, ruby_files, zeitwerk_stem};
 use super::models::explicit_table_name;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// Classes declared under every code root: full name to (path, line),
 /// with each file's text.
@@ -56,30 +57,12 @@ fn holds_methods(path: &str) -> bool {
     is_model_path(path) || path.starts_with("app/services/") || path.contains("/app/services/")
 }
 
-/// Class indexes by checkout, with the commit each was built at.
-type Cached = HashMap<std::path::PathBuf, (String, Arc<ClassIndex>)>;
-
 impl ClassIndex {
     /// The index of `repo` at its current commit, built once per commit
-    /// and shared, as the location index is (a checkout without git is
-    /// indexed afresh each time).
+    /// and shared, as the location index is.
     pub fn of(repo: &Path) -> Arc<ClassIndex> {
-        static CACHE: OnceLock<Mutex<Cached>> = OnceLock::new();
-        let Some(revision) = head_revision(repo) else {
-            return Arc::new(ClassIndex::build(repo));
-        };
-        let cache = CACHE.get_or_init(Default::default);
-        if let Some((rev, index)) = cache.lock().unwrap().get(repo) {
-            if *rev == revision {
-                return index.clone();
-            }
-        }
-        let index = Arc::new(ClassIndex::build(repo));
-        cache
-            .lock()
-            .unwrap()
-            .insert(repo.to_owned(), (revision, index.clone()));
-        index
+        static CACHE: Cache<ClassIndex> = OnceLock::new();
+        shared(&CACHE, repo, || ClassIndex::build(repo))
     }
 
     fn build(repo: &Path) -> ClassIndex {
