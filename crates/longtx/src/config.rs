@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub mod check;
+pub mod every_problem;
 pub mod reference;
 mod review;
 pub use review::ReviewConfig;
@@ -347,19 +348,42 @@ impl Config {
         path: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
-        let file = match path {
-            Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
+        let text = match path {
+            Some(path) => Some((
+                path.display().to_string(),
+                std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
                     path: path.display().to_string(),
                     cause,
-                })?;
-                toml::from_str::<FileConfig>(&text).map_err(|e| ConfigError::File {
-                    path: path.display().to_string(),
-                    message: file_error(&text, &e),
+                })?,
+            )),
+            None => None,
+        };
+        Config::load_text(text.as_ref().map(|(p, t)| (p.as_str(), t.as_str())), env)
+    }
+
+    /// As [`load`](Self::load), from the file's text (and its name, for
+    /// messages) already read.
+    pub fn load_text(
+        file: Option<(&str, &str)>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let file = match file {
+            Some((path, text)) => {
+                toml::from_str::<FileConfig>(text).map_err(|e| ConfigError::File {
+                    path: path.to_owned(),
+                    message: file_error(text, &e),
                 })?
             }
             None => FileConfig::default(),
         };
+        Config::from_file(file, env)
+    }
+
+    /// The configuration from the file's keys, already parsed, and `env`.
+    fn from_file(
+        file: FileConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
         // An empty variable counts as unset, except LONGTX_EXCLUDE where it
         // means "exclude nothing".
         let secrets = secret_files(env)?;

@@ -231,6 +231,28 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Config {
+        command: ConfigCommand::Check { json },
+    } = cli.command
+    {
+        // Every problem at once: not stopped by the first, as a load is.
+        let env = |name: &str| std::env::var(name).ok();
+        let (config, early) = config::every_problem::load(cli.config.as_deref(), &env);
+        let from = config::check::sources(cli.config.as_deref(), &env);
+        let errors = if json {
+            let (report, errors) = config::check::report_json(config.as_ref(), &from, &early);
+            println!("{report:#}");
+            errors
+        } else {
+            let (report, errors) = config::check::report(config.as_ref(), &from, &early);
+            print!("{report}");
+            errors
+        };
+        if errors > 0 {
+            std::process::exit(1);
+        }
+        return Ok(());
+    }
     let config = Config::load(cli.config.as_deref(), &|name| std::env::var(name).ok())
         .context("configuration")?;
     match cli.command {
@@ -241,24 +263,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             return Ok(());
         }
         Command::Config {
-            command: ConfigCommand::Check { json },
-        } => {
-            let env = |name: &str| std::env::var(name).ok();
-            let from = config::check::sources(cli.config.as_deref(), &env);
-            let problems = if json {
-                let (report, problems) = config::check::report_json(&config, &from);
-                println!("{report:#}");
-                problems
-            } else {
-                let (report, problems) = config::check::report(&config, &from);
-                print!("{report}");
-                problems
-            };
-            if !problems.is_empty() {
-                std::process::exit(1);
-            }
-            return Ok(());
-        }
+            command: ConfigCommand::Check { .. },
+        } => unreachable!("handled above"),
         Command::Patterns {
             command: PatternsCommand::Lint { dir },
         } => {

@@ -27,7 +27,8 @@ fn a_missing_file_is_named_once() {
         (&["patterns", "lint", "nosuchdir"][..], "nosuchdir"),
     ] {
         let out = longtx(args, &dir);
-        let said = stderr(&out);
+        // `config check` reports on stdout, as it does every problem.
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
         assert_eq!(out.status.code(), Some(1), "{said}");
         assert!(said.contains(names), "{said}");
         assert_eq!(

@@ -392,62 +392,95 @@ pub fn problems(c: &Config) -> Vec<Problem> {
 /// The text `config check` prints: the table (key, where it came from,
 /// value), then the verdict.
 pub fn report(
-    c: &Config,
+    c: Option<&Config>,
     from: &std::collections::BTreeMap<String, &'static str>,
-) -> (String, Vec<Problem>) {
-    let rows = shown(c);
-    let width = rows.iter().map(|r| r.key.len()).max().unwrap_or(0);
+    early: &[super::every_problem::Found],
+) -> (String, usize) {
     let mut out = String::new();
-    let _ = writeln!(out, "{:width$}  {:<12}  value", "setting", "from");
-    for row in &rows {
-        let origin = from.get(row.key).copied().unwrap_or("");
-        let _ = writeln!(out, "{:width$}  {origin:<12}  {}", row.key, row.value);
+    let mut errors: Vec<String> = early
+        .iter()
+        .map(|f| format!("{} ({}): {}", f.key, f.source, f.message))
+        .collect();
+    if let Some(c) = c {
+        let rows = shown(c);
+        let width = rows.iter().map(|r| r.key.len()).max().unwrap_or(0);
+        let _ = writeln!(out, "{:width$}  {:<12}  value", "setting", "from");
+        for row in &rows {
+            let origin = from.get(row.key).copied().unwrap_or("");
+            let _ = writeln!(out, "{:width$}  {origin:<12}  {}", row.key, row.value);
+        }
+        out.push('\n');
+        for w in warnings(c) {
+            let _ = writeln!(out, "warning: {w}");
+        }
+        errors.extend(problems(c).iter().map(|p| {
+            let origin = from.get(p.key).copied().unwrap_or("default");
+            format!("{} ({origin}): {}", p.key, p.message)
+        }));
     }
-    let problems = problems(c);
-    out.push('\n');
-    for w in warnings(c) {
-        let _ = writeln!(out, "warning: {w}");
-    }
-    if problems.is_empty() {
+    if errors.is_empty() {
         out.push_str("configuration is valid: `longtx serve` would start with it\n");
     } else {
-        for p in &problems {
-            let _ = writeln!(out, "error: {p}");
+        for e in &errors {
+            let _ = writeln!(out, "error: {e}");
         }
         let _ = writeln!(
             out,
             "configuration is invalid: `longtx serve` would refuse to start ({} problem{})",
-            problems.len(),
-            if problems.len() == 1 { "" } else { "s" }
+            errors.len(),
+            if errors.len() == 1 { "" } else { "s" }
         );
     }
-    (out, problems)
+    (out, errors.len())
 }
 
 /// `--json`: `{"valid": bool, "settings": {KEY: {"value", "from"}},
 /// "problems": [{"key", "message"}]}`.
 pub fn report_json(
-    c: &Config,
+    c: Option<&Config>,
     from: &std::collections::BTreeMap<String, &'static str>,
-) -> (serde_json::Value, Vec<Problem>) {
-    let problems = problems(c);
-    let settings: serde_json::Map<String, serde_json::Value> = shown(c)
-        .into_iter()
-        .map(|s| {
+    early: &[super::every_problem::Found],
+) -> (serde_json::Value, usize) {
+    let mut problems: Vec<serde_json::Value> = early
+        .iter()
+        .map(|f| serde_json::json!({"key": f.key, "source": f.source, "message": f.message}))
+        .collect();
+    let mut settings = serde_json::Map::new();
+    let mut warned = Vec::new();
+    if let Some(c) = c {
+        for s in shown(c) {
             let origin = from.get(s.key).copied();
-            (
+            settings.insert(
                 s.key.to_owned(),
                 serde_json::json!({"value": s.value, "from": origin}),
-            )
-        })
-        .collect();
+            );
+        }
+        problems.extend(problems_of(c, from));
+        warned = warnings(c);
+    }
+    let count = problems.len();
     (
         serde_json::json!({
-            "valid": problems.is_empty(),
+            "valid": count == 0,
+            "ok": count == 0,
             "settings": settings,
             "problems": problems,
-            "warnings": warnings(c),
+            "warnings": warned,
         }),
-        problems,
+        count,
     )
+}
+
+/// The loaded configuration's problems as JSON, each with its source.
+fn problems_of(
+    c: &Config,
+    from: &std::collections::BTreeMap<String, &'static str>,
+) -> Vec<serde_json::Value> {
+    problems(c)
+        .into_iter()
+        .map(|p| {
+            let origin = from.get(p.key).copied().unwrap_or("default");
+            serde_json::json!({"key": p.key, "source": origin, "message": p.message})
+        })
+        .collect()
 }
