@@ -322,3 +322,61 @@ fn a_bad_value_in_the_file_names_the_file_key_and_the_fix() {
     );
     assert!(!duration.status.success() && !url.status.success());
 }
+
+/// Five different mistakes in one file: five lines in one style, and exit 1.
+#[test]
+fn five_mistakes_are_five_lines_at_once() {
+    let dir = std::env::temp_dir().join(format!("longtx-tmp-five-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("longtx.toml");
+    std::fs::write(
+        &file,
+        "treshold_seconds = 50\nmax_running = \"three\"\npublic_url = \"longtx.internal:8080\"\nwebhook_token = \"  \"\ncooldown = \"7 days\"\n",
+    )
+    .unwrap();
+    let out = longtx(
+        &["config", "check", "--config", file.to_str().unwrap()],
+        &[],
+        &dir,
+    );
+    let json = longtx(
+        &[
+            "config",
+            "check",
+            "--json",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+        &[],
+        &dir,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let said = text(&out);
+    let errors: Vec<&str> = said.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert_eq!(errors.len(), 5, "{said}");
+    for (start, fix) in [
+        (
+            "error: treshold_seconds (",
+            "did you mean `threshold_seconds`",
+        ),
+        ("error: max_running (", "invalid type"),
+        ("error: webhook_token (", "give it a real value"),
+        ("error: cooldown (", "for example 7d"),
+        (
+            "error: LONGTX_PUBLIC_URL (",
+            "write http://longtx.internal:8080",
+        ),
+    ] {
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with(start) && e.contains(fix)),
+            "{start} … {fix}: {said}"
+        );
+    }
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json.status.code(), Some(1));
+    assert_eq!(report["ok"], false, "{report}");
+    assert_eq!(report["problems"].as_array().unwrap().len(), 5, "{report}");
+}
