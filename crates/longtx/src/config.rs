@@ -603,14 +603,8 @@ fn file_error(text: &str, e: &toml::de::Error) -> String {
     let message = e.message();
     if let Some(rest) = message.strip_prefix("unknown field `") {
         let key = rest.split('`').next().unwrap_or("");
-        let nearest = reference::SETTINGS
-            .iter()
-            .flat_map(|s| s.file_keys())
-            .map(|k| (reference::edit_distance(key, k), k))
-            .min()
-            .filter(|(d, _)| *d <= 3);
-        return match nearest {
-            Some((_, meant)) => format!("{at}unknown key `{key}`; did you mean `{meant}`?"),
+        return match reference::nearest(key, reference::all_file_keys()) {
+            Some(meant) => format!("{at}unknown key `{key}`; did you mean `{meant}`?"),
             None => format!("{at}unknown key `{key}` (`longtx config reference` lists the keys)"),
         };
     }

@@ -224,14 +224,12 @@ fn each_value_says_where_it_came_from() {
 fn the_example_configuration_is_valid_and_names_every_file_key() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let example = root.join("longtx.example.toml");
-    let dir = std::env::temp_dir().join(format!("longtx-tmp-example-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = longtx_testkit::TempDir::new("example");
     let out = longtx(
         &["config", "check", "--config", example.to_str().unwrap()],
         &[],
         &dir,
     );
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         text(&out).contains("configuration is valid"),
@@ -258,8 +256,7 @@ fn the_example_configuration_is_valid_and_names_every_file_key() {
 /// A misspelt key in the file or a misspelt variable names the one meant.
 #[test]
 fn a_misspelling_is_answered_with_the_setting_meant() {
-    let dir = std::env::temp_dir().join(format!("longtx-tmp-misspelt-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = longtx_testkit::TempDir::new("misspelt");
     let file = dir.join("longtx.toml");
     std::fs::write(&file, "treshold_seconds = 50\n").unwrap();
     let in_file = longtx(
@@ -272,7 +269,6 @@ fn a_misspelling_is_answered_with_the_setting_meant() {
         &[("LONGTX_TRESHOLD_SECONDS", "50")],
         &dir,
     );
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(!in_file.status.success());
     assert!(
         text(&in_file).contains("unknown key; did you mean `threshold_seconds`?")
@@ -293,8 +289,7 @@ fn a_misspelling_is_answered_with_the_setting_meant() {
 /// write instead.
 #[test]
 fn a_bad_value_in_the_file_names_the_file_key_and_the_fix() {
-    let dir = std::env::temp_dir().join(format!("longtx-tmp-file-values-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = longtx_testkit::TempDir::new("file-values");
     let file = dir.join("longtx.toml");
     std::fs::write(&file, "cooldown = \"7 days\"\n").unwrap();
     let duration = longtx(
@@ -308,7 +303,6 @@ fn a_bad_value_in_the_file_names_the_file_key_and_the_fix() {
         &[],
         &dir,
     );
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(
         text(&duration).contains("error: cooldown (")
             && text(&duration).contains("invalid duration \"7 days\""),
@@ -326,8 +320,7 @@ fn a_bad_value_in_the_file_names_the_file_key_and_the_fix() {
 /// Five different mistakes in one file: five lines in one style, and exit 1.
 #[test]
 fn five_mistakes_are_five_lines_at_once() {
-    let dir = std::env::temp_dir().join(format!("longtx-tmp-five-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = longtx_testkit::TempDir::new("five-cli");
     let file = dir.join("longtx.toml");
     std::fs::write(
         &file,
@@ -350,7 +343,6 @@ fn five_mistakes_are_five_lines_at_once() {
         &[],
         &dir,
     );
-    let _ = std::fs::remove_dir_all(&dir);
     let said = text(&out);
     let errors: Vec<&str> = said.lines().filter(|l| l.starts_with("error: ")).collect();
     assert_eq!(out.status.code(), Some(1), "{said}");

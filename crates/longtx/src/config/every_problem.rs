@@ -3,7 +3,7 @@
 //! where it was written, its setting is set aside, and the load is tried
 //! again, so a file with five mistakes gets five lines.
 
-use super::reference::{edit_distance, SETTINGS};
+use super::reference::{all_file_keys, nearest, SETTINGS};
 use super::{file_error, Config, ConfigError, FileConfig};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -139,17 +139,12 @@ pub fn load(
 /// Unknown keys (with the key meant) and values of the wrong type, each
 /// found alone and removed from `table`.
 fn check_keys(table: &mut toml::Table, name: &str, found: &mut Vec<Found>) {
-    let known: Vec<&str> = SETTINGS.iter().flat_map(|s| s.file_keys()).collect();
+    let known: Vec<&str> = all_file_keys().collect();
     let keys: Vec<String> = table.keys().cloned().collect();
     for key in keys {
         let message = if !known.contains(&key.as_str()) {
-            let nearest = known
-                .iter()
-                .map(|k| (edit_distance(&key, k), *k))
-                .min()
-                .filter(|(d, _)| *d <= 3);
-            Some(match nearest {
-                Some((_, meant)) => format!("unknown key; did you mean `{meant}`?"),
+            Some(match nearest(&key, known.iter().copied()) {
+                Some(meant) => format!("unknown key; did you mean `{meant}`?"),
                 None => "unknown key (`longtx config reference` lists the keys)".to_owned(),
             })
         } else {
@@ -186,8 +181,7 @@ mod tests {
 
     #[test]
     fn five_mistakes_in_a_file_are_five_problems() {
-        let dir = std::env::temp_dir().join(format!("longtx-tmp-five-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = longtx_testkit::TempDir::new("five");
         let path = dir.join("longtx.toml");
         std::fs::write(
             &path,
@@ -195,7 +189,6 @@ mod tests {
         )
         .unwrap();
         let (config, found) = load(Some(&path), &|_| None);
-        let _ = std::fs::remove_dir_all(&dir);
         let keys: Vec<&str> = found.iter().map(|f| f.key.as_str()).collect();
         assert!(keys.contains(&"treshold_seconds"), "{found:#?}");
         assert!(keys.contains(&"max_running"), "{found:#?}");

@@ -410,17 +410,28 @@ pub fn unknown_variables(
                 && !NOT_SETTINGS.contains(&name.as_str())
         })
         .map(|name| {
-            let nearest = known
-                .iter()
-                .map(|k| (edit_distance(&name, k), *k))
-                .min()
-                .filter(|(d, _)| *d <= 3)
-                .map(|(_, k)| k);
-            (name, nearest)
+            let meant = nearest(&name, known.iter().copied());
+            (name, meant)
         })
         .collect();
     unknown.sort();
     unknown
+}
+
+/// The name among `known` that `name` most likely misspells: within three
+/// edits, else none (a name far from every one was not meant as any).
+pub fn nearest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    known
+        .into_iter()
+        .map(|k| (edit_distance(name, k), k))
+        .min()
+        .filter(|(d, _)| *d <= 3)
+        .map(|(_, k)| k)
+}
+
+/// Every `longtx.toml` key.
+pub fn all_file_keys() -> impl Iterator<Item = &'static str> {
+    SETTINGS.iter().flat_map(|s| s.file_keys())
 }
 
 /// Levenshtein distance, for "did you mean".

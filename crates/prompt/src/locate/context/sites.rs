@@ -125,7 +125,7 @@ impl Draft {
     /// (score, its shapes, the piece holding the slowest work).
     fn weigh(&self) -> (u32, Vec<String>, Option<usize>) {
         // Each kind of slow work counts once, where it weighs most.
-        let mut best: Vec<(&'static str, u32, &'static str, String, usize)> = Vec::new();
+        let mut best: Vec<(&'static str, u32, &'static str, usize)> = Vec::new();
         let mut looped = false;
         for (p, piece) in self.pieces.iter().enumerate() {
             let tenths = DISTANCE_TENTHS[(piece.dist as usize).min(DISTANCE_TENTHS.len() - 1)];
@@ -136,8 +136,8 @@ impl Draft {
                 let value = weight * tenths;
                 match best.iter_mut().find(|(_, _, w, ..)| *w == what) {
                     Some(known) if known.1 >= value => {}
-                    Some(known) => *known = (needle, value, what, piece.at.clone(), p),
-                    None => best.push((needle, value, what, piece.at.clone(), p)),
+                    Some(known) => *known = (needle, value, what, p),
+                    None => best.push((needle, value, what, p)),
                 }
             }
         }
@@ -146,7 +146,7 @@ impl Draft {
         if self.unfired {
             slow /= 2;
         }
-        let slowest = best.first().map(|b| b.4);
+        let slowest = best.first().map(|b| b.3);
         let mut shapes: Vec<String> = Vec::new();
         for shape in best.iter().filter_map(|b| slow::shape_of(b.2, b.0)) {
             if !shapes.iter().any(|s| s == shape) {
