@@ -111,6 +111,14 @@ fn label(fraction: f64) -> String {
     }
 }
 
+/// An observation counted by the source's canonical key: two senders'
+/// spellings of one source are one source here, as they are one job.
+struct Keyed<'a> {
+    table: &'a str,
+    key: String,
+    max_seconds: f64,
+}
+
 /// A source that would never open a job (excluded, ignored, or not a
 /// source at all) adds nothing whatever its duration.
 fn counts(source: &str, policy: &IntakePolicy, ignore: &IgnoreList) -> bool {
@@ -133,17 +141,22 @@ pub fn project(
     ignore: &IgnoreList,
     capacity: Option<crate::reviewers::Capacity>,
 ) -> WhatIf {
-    let observations: Vec<&Observation> = history
+    let observations: Vec<Keyed> = history
         .observations
         .iter()
         .filter(|o| o.max_seconds.is_finite() && counts(&o.query_source, policy, ignore))
+        .map(|o| Keyed {
+            table: &o.table,
+            key: crate::query_source::canonical(&o.query_source),
+            max_seconds: o.max_seconds,
+        })
         .collect();
     let threshold = |table: &str| policy.threshold_for((!table.is_empty()).then_some(table));
     let alerting = |fraction: f64| -> BTreeSet<&str> {
         observations
             .iter()
-            .filter(|o| o.max_seconds >= fraction * threshold(&o.table))
-            .map(|o| o.query_source.as_str())
+            .filter(|o| o.max_seconds >= fraction * threshold(o.table))
+            .map(|o| o.key.as_str())
             .collect()
     };
     let current = alerting(1.0);
@@ -244,13 +257,13 @@ fn free_review_seats(history: &History, capacity: crate::reviewers::Capacity) ->
 }
 
 fn table_rows(
-    observations: &[&Observation],
+    observations: &[Keyed],
     current: &BTreeSet<&str>,
     threshold: &dyn Fn(&str) -> f64,
 ) -> Vec<TableRow> {
-    let mut by_table: BTreeMap<&str, Vec<&Observation>> = BTreeMap::new();
+    let mut by_table: BTreeMap<&str, Vec<&Keyed>> = BTreeMap::new();
     for o in observations {
-        by_table.entry(o.table.as_str()).or_default().push(o);
+        by_table.entry(o.table).or_default().push(o);
     }
     by_table
         .into_iter()
@@ -260,10 +273,8 @@ fn table_rows(
                 .iter()
                 .map(|f| {
                     seen.iter()
-                        .filter(|o| {
-                            o.max_seconds >= f * limit && !current.contains(o.query_source.as_str())
-                        })
-                        .map(|o| o.query_source.as_str())
+                        .filter(|o| o.max_seconds >= f * limit && !current.contains(o.key.as_str()))
+                        .map(|o| o.key.as_str())
                         .collect::<BTreeSet<_>>()
                         .len() as u32
                 })
@@ -372,6 +383,26 @@ mod tests {
             "nothing extra at the current threshold"
         );
         assert!((w.merged_per_week - 6.0 * 7.0 / 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn two_senders_spellings_of_one_source_are_one_source() {
+        let (mut history, policy, ignore) = seeded();
+        // Alertmanager's label and Datadog's tag for the same action, each
+        // on its own table: one source, alerting now, new at no threshold.
+        history.observations = vec![
+            seen("users", "admin/users#update", 142.5),
+            seen("orders", "admin/users_update", 300.0),
+            seen("carts", "Admin/Users#Update", 60.0),
+        ];
+        let w = project(&history, &policy, &ignore, CAPACITY);
+        let alerting: Vec<(u32, u32)> = w
+            .candidates
+            .iter()
+            .map(|c| (c.alerting_sources, c.extra_sources))
+            .collect();
+        assert_eq!(alerting, vec![(1, 0), (1, 0), (1, 0), (1, 0)]);
+        assert!(w.tables.iter().all(|t| t.extra_sources == vec![0; 4]));
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub struct PageSettings {
 #[derive(Debug, Serialize)]
 struct SourceView {
     query_source: String,
+    /// The other spellings received for it, and the key `/metrics` uses.
+    also_sent_as: Vec<String>,
+    key: String,
     jobs_href: String,
     alerts: i64,
     worst: String,
@@ -91,6 +94,13 @@ pub(crate) fn dashboard_context(data: &Dashboard, settings: &PageSettings) -> te
         .iter()
         .map(|s| SourceView {
             query_source: s.query_source.clone(),
+            also_sent_as: s
+                .spellings
+                .iter()
+                .filter(|spelling| **spelling != s.query_source)
+                .cloned()
+                .collect(),
+            key: s.source_key.clone(),
             jobs_href: format!("/?query_source={}", encode(&s.query_source)),
             alerts: s.alerts,
             worst: seconds(s.max_duration_seconds),

@@ -76,6 +76,7 @@ pub async fn dashboard(
         },
         weeks: WEEKS,
         reviewers: REVIEWERS,
+        what_if_days: crate::observations::WHAT_IF_DAYS,
     };
     let data = match state.store.dashboard(&query).await {
         Ok(data) => data,
@@ -86,13 +87,8 @@ pub async fn dashboard(
         sources_page,
         ..settings(&state)
     };
-    // After the page's own read, never during it: one connection at a time.
-    let history = match state.what_if.get(&state.store).await {
-        Ok(history) => history,
-        Err(err) => return page_error(&state, err.status, "Unavailable", &err.detail),
-    };
     let what_if = longtx_core::what_if::project(
-        &history,
+        &data.what_if,
         &state.policy,
         &state.ignore_list(),
         state.reviewer_capacity(),

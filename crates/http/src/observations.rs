@@ -8,47 +8,10 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
 use longtx_core::observation::ObservationBatch;
-use longtx_core::what_if::{self, History, WhatIf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use longtx_core::what_if::{self, WhatIf};
 
 /// The window the what-if looks back over, as the dashboard's charts.
 pub const WHAT_IF_DAYS: i32 = 30;
-/// How long the dashboard reuses a what-if: 30 days of history change
-/// little in a minute, and reading them costs the page about 25 ms at
-/// 10,000 jobs (`dashboard-bench`).
-const WHAT_IF_FRESH_FOR: Duration = Duration::from_secs(60);
-
-/// A history and when it was read.
-type ReadAt = (Instant, Arc<History>);
-
-/// The dashboard's what-if input, shared by the handlers of one process.
-#[derive(Clone, Default)]
-pub struct WhatIfCache {
-    latest: Arc<Mutex<Option<ReadAt>>>,
-}
-
-impl WhatIfCache {
-    /// The cached history while fresh, else a new read (its own short
-    /// read-only transaction: the caller holds no connection).
-    pub async fn get(&self, store: &longtx_store::Store) -> Result<Arc<History>, ApiError> {
-        if let Some((at, history)) = self
-            .latest
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-        {
-            if at.elapsed() < WHAT_IF_FRESH_FOR {
-                return Ok(history.clone());
-            }
-        }
-        let history = Arc::new(store.what_if_history(WHAT_IF_DAYS).await?);
-        *self.latest.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((Instant::now(), history.clone()));
-        Ok(history)
-    }
-}
-
 pub async fn receive(
     State(state): State<AppState>,
     request: axum::extract::Request,

@@ -41,8 +41,6 @@ pub struct AppState {
     pub requests: Option<RequestQueue>,
     /// More gauges for `/metrics` (the in-process collector's).
     pub extra_gauges: Option<ExtraGauges>,
-    /// The dashboard's what-if input, read at most once a minute.
-    pub what_if: crate::observations::WhatIfCache,
     /// The host of `LONGTX_PUBLIC_URL`: besides IP addresses and
     /// `localhost`, the one name longtx answers for (see `host_check`).
     pub public_host: Option<String>,
@@ -82,7 +80,6 @@ impl AppState {
             reviews: None,
             wontfix: None,
             extra_gauges: None,
-            what_if: Default::default(),
             pre_reviews: None,
             pr_opener: None,
             pre_review_mode: PreReviewMode::Off,

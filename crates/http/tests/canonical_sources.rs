@@ -122,6 +122,9 @@ async fn the_database_computes_the_same_key_as_the_rust_function() {
         "rake:ns:task",
         "UPPER_lower-1.2/3:4",
         "###",
+        "__a_#_b__",
+        "  spaced  out#x ",
+        "Ünïcode_#_",
     ];
     for sample in samples {
         let key: String = sqlx::query_scalar(
@@ -132,5 +135,70 @@ async fn the_database_computes_the_same_key_as_the_rust_function() {
         .await
         .unwrap();
         assert_eq!(key, canonical(sample), "{sample}");
+        // The function the daily tables are keyed by (migration 19).
+        let daily: String = sqlx::query_scalar("SELECT longtx_source_key($1)")
+            .bind(sample)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(daily, canonical(sample), "{sample}");
     }
+}
+
+#[tokio::test]
+async fn history_rolled_up_before_the_upgrade_shows_one_row_per_source_after_it() {
+    let app = TestApp::spawn().await;
+    let mut db = app.db.connect().await;
+    // The database as it was before migration 19: daily rows keyed by the
+    // spelling each sender used.
+    for statement in [
+        "ALTER TABLE alert_daily DROP COLUMN source_key",
+        "ALTER TABLE observed_daily DROP COLUMN source_key",
+        "DROP FUNCTION longtx_source_key(text)",
+        "DELETE FROM _sqlx_migrations WHERE version = 20261206000019",
+        "INSERT INTO alert_daily (query_source, day, alerts, max_duration_seconds) VALUES \
+             ('admin/users#update', current_date - 1, 3, 142.5), \
+             ('admin/users_update', current_date - 1, 2, 300), \
+             ('admin/users_update', current_date - 2, 1, 120)",
+        "INSERT INTO observed_daily (day, table_name, query_source, max_seconds) VALUES \
+             (current_date - 1, 'users', 'admin/users#update', 142.5), \
+             (current_date - 1, 'users', 'admin/users_update', 300)",
+    ] {
+        sqlx::query(statement).execute(&mut db).await.unwrap();
+    }
+    let upgraded = app.db.store(&Default::default());
+    upgraded.migrate().await.unwrap();
+
+    let page = upgraded
+        .dashboard(&longtx_store::DashboardQuery {
+            days: 30,
+            sources_per_page: 20,
+            sources_offset: 0,
+            jobs: Default::default(),
+            weeks: 4,
+            reviewers: 5,
+            what_if_days: 30,
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.source_count, 1);
+    let only = &page.sources[0];
+    assert_eq!(
+        (
+            only.query_source.as_str(),
+            only.alerts,
+            only.max_duration_seconds
+        ),
+        ("admin/users#update", 6, Some(300.0)),
+        "no job yet: named by the spelling that is not its own key"
+    );
+    assert_eq!(only.spellings, ["admin/users#update", "admin/users_update"]);
+    assert_eq!(only.days.len(), 2);
+    assert_eq!(
+        page.what_if.observations.len(),
+        1,
+        "{:?}",
+        page.what_if.observations
+    );
+    assert_eq!(page.what_if.observations[0].max_seconds, 300.0);
 }

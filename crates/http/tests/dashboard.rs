@@ -415,6 +415,7 @@ async fn the_daily_figures_are_the_same_before_during_and_after_the_roll_up() {
         },
         weeks: 12,
         reviewers: 10,
+        what_if_days: 30,
     };
     let figures =
         |d: longtx_store::Dashboard| serde_json::to_value((d.sources, d.source_count)).unwrap();
@@ -640,5 +641,85 @@ async fn the_docs_picture_shows_a_real_looking_month() {
     );
     assert_eq!(dom.matches(r#"<tr class="queued""#).count(), 3, "the queue");
     screenshot(&app.url("/"), &shot, (1360, 2700)).await;
+    app.shutdown().await;
+}
+
+/// The body the README's `curl` posts to `path`, read from the README
+/// itself, so the scenario below is the one a new user runs.
+fn readme_body(path: &str) -> String {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("the README");
+    let after = readme
+        .split(&format!("localhost:8080{path}"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("the README posts to {path}"));
+    let body = after.split("-d '").nth(1).expect("a -d body");
+    body.split('\'').next().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_s_two_alerts_are_one_source_on_the_page_in_the_what_if_and_in_metrics() {
+    let app = TestApp::spawn().await;
+    for path in ["/webhooks/alertmanager", "/webhooks/datadog"] {
+        let body: serde_json::Value = serde_json::from_str(&readme_body(path)).expect("JSON");
+        let response = app.post_json(path, &body).await;
+        assert_eq!(response.status(), 200, "{path}");
+    }
+    // At once: nothing is rolled up (the test app runs no roll-up task).
+    let dom = chromium(&app.url("/"), &["--dump-dom".to_owned()]).await;
+    assert_eq!(
+        dom.matches(r#"<tr class="source""#).count(),
+        1,
+        "one row for both spellings"
+    );
+    let row = dom
+        .split(r#"<tr class="source">"#)
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .unwrap();
+    assert!(
+        row.contains(">admin/users#update</a>"),
+        "named as the job is: {row}"
+    );
+    assert!(
+        row.contains(r#"also sent as <span class="mono">admin/users_update</span>"#),
+        "{row}"
+    );
+    assert!(
+        row.contains(r#"<td class="num">2</td>"#),
+        "two alerts: {row}"
+    );
+    assert!(row.contains(">300 s<"), "the longer of the two: {row}");
+    let current = dom
+        .split(r#"data-label="current""#)
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .expect("the what-if's current row");
+    assert!(
+        current.contains(r#"<td>current</td><td class="num">1</td>"#),
+        "one source alerting: {current}"
+    );
+    assert!(
+        current.contains(r#"<td class="num extra">0</td>"#),
+        "{current}"
+    );
+
+    let metrics = app.get_text("/metrics").await;
+    let labels: std::collections::BTreeSet<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("longtx_alerts_received_total{"))
+        .filter_map(|l| l.split(r#"query_source=""#).nth(1))
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    assert_eq!(
+        labels.into_iter().collect::<Vec<_>>(),
+        vec!["admin/users_update"],
+        "one series' source, the key the page's title names"
+    );
+    assert!(dom.contains(r#"title="key admin/users_update""#));
+
+    // The API's what-if agrees with the page.
+    let (_, what_if) = app.get_json("/api/what-if").await;
+    assert_eq!(what_if["candidates"][0]["alerting_sources"], 1, "{what_if}");
     app.shutdown().await;
 }

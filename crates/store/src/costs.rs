@@ -129,10 +129,13 @@ pub(crate) async fn cost_figures(conn: &mut sqlx::PgConnection) -> Result<CostFi
     .fetch_one(&mut *conn)
     .await?;
     let rows = sqlx::query(
-        "SELECT j.query_source, sum(r.cost_usd) AS cost, count(DISTINCT j.id) AS jobs \
+        // By source key, as jobs are deduplicated: two jobs of one source
+        // spelt differently over time are one row, named as the newest.
+        "SELECT (array_agg(j.query_source ORDER BY j.id DESC))[1] AS query_source, \
+                sum(r.cost_usd) AS cost, count(DISTINCT j.id) AS jobs \
          FROM run_reports r JOIN jobs j ON j.id = r.job_id \
          WHERE r.reported_at >= now() - interval '30 days' AND r.cost_usd IS NOT NULL \
-         GROUP BY j.query_source ORDER BY cost DESC, j.query_source LIMIT 10",
+         GROUP BY j.source_key ORDER BY cost DESC, j.source_key LIMIT 10",
     )
     .fetch_all(&mut *conn)
     .await?;

@@ -22,13 +22,21 @@ pub struct DashboardQuery {
     pub jobs: JobFilter,
     pub weeks: i32,
     pub reviewers: i64,
+    /// Days the what-if looks back over.
+    pub what_if_days: i32,
 }
 
 /// One source's alerts per day over the window; days without alerts are
-/// absent.
+/// absent. A source is its canonical key, whichever sender spelt it how.
 #[derive(Debug, Clone, Serialize)]
 pub struct SourceSeries {
+    /// The name its newest job has, else the most informative spelling
+    /// seen (one that is not its own key).
     pub query_source: String,
+    /// What dedupe, the ignore list and `/metrics` key it by.
+    pub source_key: String,
+    /// Every spelling received in the window, sorted (at most 10).
+    pub spellings: Vec<String>,
     pub alerts: i64,
     pub max_duration_seconds: Option<f64>,
     pub days: Vec<DayFigure>,
@@ -75,6 +83,9 @@ pub struct Dashboard {
     /// Fix PRs by the revision rounds they took: (0, 1, 2, 3 or more).
     pub prs_by_rounds: Vec<(i32, i64)>,
     pub costs: crate::CostFigures,
+    /// The what-if's input, read in the same snapshot as the sources, so
+    /// both count the same alerts.
+    pub what_if: longtx_core::what_if::History,
 }
 
 /// A job with everything its page shows.
@@ -219,6 +230,8 @@ impl Store {
         let jobs = list_jobs_on(&mut tx, &query.jobs).await?;
         let prs_by_rounds = prs_by_rounds(&mut tx).await?;
         let costs = crate::costs::cost_figures(&mut tx).await?;
+        let what_if =
+            crate::observations::what_if_history(&mut tx, query.what_if_days.clamp(1, 366)).await?;
         tx.commit().await?;
         Ok(Dashboard {
             today,
@@ -231,6 +244,7 @@ impl Store {
             jobs,
             prs_by_rounds,
             costs,
+            what_if,
         })
     }
 
@@ -286,43 +300,63 @@ impl Store {
     }
 }
 
+/// The most spellings a source row lists.
+const MAX_SPELLINGS: i32 = 10;
+
 async fn source_series(
     conn: &mut sqlx::PgConnection,
     query: &DashboardQuery,
 ) -> Result<(Vec<SourceSeries>, i64), StoreError> {
+    // Grouped by the canonical key (migration 19), so the two senders'
+    // spellings of one source are one row. The events not rolled up yet
+    // are keyed by the same function, once per spelling and day rather
+    // than per event (it is three regular expressions).
     let sql = format!(
         "WITH since AS (SELECT (now() AT TIME ZONE 'UTC')::date - ($1::int - 1) AS day), \
          live AS ( \
-             SELECT query_source, (received_at AT TIME ZONE 'UTC')::date AS day, \
-                    count(*) AS alerts, max(duration_seconds) AS max_d \
-             FROM alert_events WHERE NOT rolled_up AND {COUNTED} GROUP BY 1, 2), \
+             SELECT longtx_source_key(query_source) AS source_key, query_source, day, alerts, max_d FROM ( \
+                 SELECT query_source, (received_at AT TIME ZONE 'UTC')::date AS day, \
+                        count(*) AS alerts, max(duration_seconds) AS max_d \
+                 FROM alert_events WHERE NOT rolled_up AND {COUNTED} GROUP BY 1, 2) by_spelling), \
+         spelt AS ( \
+             SELECT source_key, query_source, day, alerts, max_duration_seconds AS max_d FROM alert_daily \
+             WHERE day >= (SELECT day FROM since) \
+             UNION ALL SELECT * FROM live WHERE day >= (SELECT day FROM since)), \
          merged AS ( \
-             SELECT query_source, day, sum(alerts)::int8 AS alerts, max(max_d) AS max_d FROM ( \
-                 SELECT query_source, day, alerts, max_duration_seconds AS max_d FROM alert_daily \
-                 WHERE day >= (SELECT day FROM since) \
-                 UNION ALL SELECT * FROM live WHERE day >= (SELECT day FROM since)) u \
-             GROUP BY 1, 2), \
+             SELECT source_key, day, sum(alerts)::int8 AS alerts, max(max_d) AS max_d FROM spelt GROUP BY 1, 2), \
          top AS ( \
-             SELECT query_source, sum(alerts)::int8 AS total, max(max_d) AS worst, count(*) OVER () AS sources \
-             FROM merged GROUP BY 1 ORDER BY total DESC, query_source LIMIT $2 OFFSET $3) \
-         SELECT m.query_source, m.day, m.alerts, m.max_d, t.total, t.worst, t.sources \
-         FROM merged m JOIN top t USING (query_source) \
-         ORDER BY t.total DESC, m.query_source, m.day"
+             SELECT source_key, sum(alerts)::int8 AS total, max(max_d) AS worst, count(*) OVER () AS sources \
+             FROM merged GROUP BY 1 ORDER BY total DESC, source_key LIMIT $2 OFFSET $3), \
+         spellings AS ( \
+             SELECT s.source_key, array_agg(DISTINCT s.query_source ORDER BY s.query_source) AS spellings \
+             FROM spelt s JOIN top t USING (source_key) GROUP BY 1), \
+         named AS ( \
+             SELECT t.source_key, sp.spellings, \
+                    (SELECT j.query_source FROM jobs j WHERE j.source_key = t.source_key ORDER BY j.id DESC LIMIT 1) AS job_name \
+             FROM top t JOIN spellings sp USING (source_key)) \
+         SELECT COALESCE(n.job_name, \
+                         (SELECT x FROM unnest(n.spellings) x ORDER BY x = t.source_key, length(x) DESC, x LIMIT 1)) AS name, \
+                t.source_key, n.spellings[1:$4] AS spellings, m.day, m.alerts, m.max_d, t.total, t.worst, t.sources \
+         FROM merged m JOIN top t USING (source_key) JOIN named n USING (source_key) \
+         ORDER BY t.total DESC, t.source_key, m.day"
     );
     let rows = sqlx::query(&sql)
         .bind(query.days.clamp(1, 366))
         .bind(query.sources_per_page.clamp(1, 200))
         .bind(query.sources_offset.max(0))
+        .bind(MAX_SPELLINGS)
         .fetch_all(&mut *conn)
         .await?;
     let mut series: Vec<SourceSeries> = Vec::new();
     let mut count = 0;
     for row in rows {
-        let source: String = row.try_get("query_source")?;
+        let key: String = row.try_get("source_key")?;
         count = row.try_get("sources")?;
-        if series.last().is_none_or(|s| s.query_source != source) {
+        if series.last().is_none_or(|s| s.source_key != key) {
             series.push(SourceSeries {
-                query_source: source,
+                query_source: row.try_get("name")?,
+                source_key: key,
+                spellings: row.try_get("spellings")?,
                 alerts: row.try_get("total")?,
                 max_duration_seconds: row.try_get("worst")?,
                 days: Vec::new(),
@@ -338,9 +372,10 @@ async fn source_series(
     if series.is_empty() && query.sources_offset > 0 {
         // Past the last page: still say how many there are.
         count = sqlx::query_scalar(&format!(
-            "SELECT count(DISTINCT query_source) FROM ( \
-                 SELECT query_source FROM alert_daily WHERE day >= (now() AT TIME ZONE 'UTC')::date - ($1::int - 1) \
-                 UNION SELECT query_source FROM alert_events WHERE NOT rolled_up AND {COUNTED}) s"
+            "SELECT count(DISTINCT source_key) FROM ( \
+                 SELECT source_key FROM alert_daily WHERE day >= (now() AT TIME ZONE 'UTC')::date - ($1::int - 1) \
+                 UNION SELECT longtx_source_key(query_source) FROM ( \
+                     SELECT DISTINCT query_source FROM alert_events WHERE NOT rolled_up AND {COUNTED}) e) s"
         ))
         .bind(query.days.clamp(1, 366))
         .fetch_one(&mut *conn)

@@ -64,13 +64,26 @@ pub(crate) async fn what_if_history(
     conn: &mut sqlx::PgConnection,
     days: i32,
 ) -> Result<History, StoreError> {
-    // Alerts count once the roll-up (every 10 s) has added them: the
-    // what-if looks at 30 days, and the page's own scan of fresh events
-    // is not repeated for it.
+    // One row per table and source key (migration 19), named by a
+    // spelling that was sent: any spelling gives the same key, which is
+    // what the ignore list and the exclusions are matched on. Alerts not
+    // rolled up yet count too, so the figures are exact when asked, as the
+    // sources on the same page are.
     let rows = sqlx::query(
-        "SELECT table_name, query_source, max(max_seconds) AS max_seconds FROM observed_daily \
-         WHERE day >= (now() AT TIME ZONE 'UTC')::date - ($1::int - 1) \
-         GROUP BY 1, 2 ORDER BY 3 DESC, 2, 1 LIMIT $2",
+        "WITH since AS (SELECT (now() AT TIME ZONE 'UTC')::date - ($1::int - 1) AS day), \
+         seen AS ( \
+             SELECT table_name, source_key, query_source, max_seconds FROM observed_daily \
+             WHERE day >= (SELECT day FROM since) \
+             UNION ALL \
+             SELECT table_name, longtx_source_key(query_source), query_source, max_seconds FROM ( \
+                 SELECT left(COALESCE(table_name, ''), 128) AS table_name, query_source, max(duration_seconds) AS max_seconds \
+                 FROM alert_events \
+                 WHERE NOT rolled_up AND query_source IS NOT NULL AND duration_seconds >= 0 \
+                   AND outcome NOT IN ('resolved', 'rejected') \
+                   AND (received_at AT TIME ZONE 'UTC')::date >= (SELECT day FROM since) \
+                 GROUP BY 1, 2) by_spelling) \
+         SELECT table_name, min(query_source) AS query_source, max(max_seconds) AS max_seconds FROM seen \
+         GROUP BY table_name, source_key ORDER BY 3 DESC, 2, 1 LIMIT $2",
     )
     .bind(days)
     .bind(MAX_OBSERVATIONS)
