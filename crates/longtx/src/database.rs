@@ -34,7 +34,7 @@ impl Database {
                 .await
                 .context("starting the embedded PostgreSQL")??;
                 if let Some(owner) = pg.owner() {
-                    tracing::info!(%owner, "the embedded PostgreSQL is owned by another longtx process: using its server, which it stops");
+                    tracing::info!(%owner, "the embedded PostgreSQL is owned by another longtx process: using its server, which that process stops, not this one");
                 }
                 let options = sqlx::postgres::PgConnectOptions::new()
                     .host(&pg.socket_dir().display().to_string())
@@ -78,6 +78,12 @@ impl Database {
     pub async fn shutdown(self) {
         self.store.close().await;
         if let Some(pg) = self.embedded {
+            if let Some(owner) = pg.owner() {
+                // Said as such: "stopped" here read as if another
+                // process's server had gone.
+                tracing::info!(%owner, "the embedded PostgreSQL is left running for its owner");
+                return;
+            }
             let stopped = tokio::task::spawn_blocking(move || pg.stop()).await;
             match stopped {
                 Ok(Ok(())) => tracing::info!("embedded PostgreSQL stopped"),

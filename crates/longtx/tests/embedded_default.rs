@@ -223,6 +223,13 @@ async fn other_commands_on_a_serving_data_dir_leave_its_database_running() {
         said(&doctor)
     );
     assert_eq!(ready().await, 200, "after doctor: {}", said(&doctor));
+    // Its log says so too: a guest never claims to have stopped the server.
+    assert!(
+        said(&doctor).contains("left running for its owner")
+            && !said(&doctor).contains("embedded PostgreSQL stopped"),
+        "{}",
+        said(&doctor)
+    );
 
     let migrate = command(&["migrate"], &[]);
     assert!(migrate.status.success(), "{}", said(&migrate));
