@@ -7,7 +7,9 @@
 //! one is cleaned and capped first.
 
 pub mod corpus;
-pub mod locate;
+/// The code analysis the prompt reads (its own crate, shared with the
+/// scanner).
+pub use longtx_analysis as locate;
 pub mod render;
 pub mod round;
 mod sanitize;

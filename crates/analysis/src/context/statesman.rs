@@ -9,7 +9,7 @@
 
 use super::callbacks::Callback;
 use super::ClassIndex;
-use crate::locate::{block_from, declared_classes};
+use crate::{block_from, declared_classes};
 
 /// A hook and whether the state it waits for is named in the code reached
 /// (`transition_to(id, :confirmed)` for `after_transition(to: :confirmed)`).

@@ -6,12 +6,12 @@
 
 use super::boundary::{opener, reach, Opener};
 use super::{callback_kind, Draft, Piece};
-use crate::locate::context::callbacks::{callbacks_of, Callback, SaveKind};
-use crate::locate::context::{
+use crate::context::callbacks::{callbacks_of, Callback, SaveKind};
+use crate::context::{
     camelize, constant_calls, is_model_path, receiver_calls, words, ClassIndex, ModelRef,
 };
-use crate::locate::controllers::included;
-use crate::locate::{
+use crate::controllers::included;
+use crate::{
     block_from, declared_classes, find_def, find_instance_def, find_singleton_def, Candidate,
 };
 use std::collections::HashSet;
@@ -196,7 +196,7 @@ type Region = (usize, usize, Option<(usize, u32)>);
 
 /// One method (or callback block) being read.
 #[derive(Debug, Clone)]
-pub(in crate::locate::context) struct Frame {
+pub(in crate::context) struct Frame {
     path: String,
     file_text: String,
     /// 1-based line of the body's first line.
@@ -254,12 +254,12 @@ impl Frame {
 }
 
 /// `OrdersController#create`, or the rake task's file and line.
-pub(in crate::locate::context) fn entry_label(candidate: &Candidate) -> String {
+pub(in crate::context) fn entry_label(candidate: &Candidate) -> String {
     let line = candidate.line.unwrap_or(1);
     let method = candidate
         .excerpt
         .as_deref()
-        .map(crate::locate::context::defined_method)
+        .map(crate::context::defined_method)
         .unwrap_or_default();
     let class = class_at(&candidate.file_text, line);
     match (class.is_empty(), method.is_empty()) {
@@ -277,7 +277,7 @@ fn class_at(text: &str, line: usize) -> String {
         .unwrap_or_default()
 }
 
-pub(in crate::locate::context) struct Walker<'a> {
+pub(in crate::context) struct Walker<'a> {
     index: &'a ClassIndex,
     models: &'a [ModelRef],
     pub drafts: Vec<Draft>,
@@ -485,7 +485,7 @@ impl<'a> Walker<'a> {
         if !(code.ends_with(" do") || code.contains(" do |")) {
             return None;
         }
-        let name = crate::locate::context::word_at(code);
+        let name = crate::context::word_at(code);
         if name.len() < 4 || KEYWORDS.contains(&name.as_str()) {
             return None;
         }
@@ -945,7 +945,7 @@ impl<'a> Walker<'a> {
         }
         // `records.each(&:fetch_changesets)` in a model: its own instances'.
         for (at, _) in text.match_indices("(&:") {
-            let method = crate::locate::context::word_at(&text[at + 3..]);
+            let method = crate::context::word_at(&text[at + 3..]);
             if method.len() < 3 || frame.class.is_empty() {
                 continue;
             }

@@ -7,8 +7,8 @@
 //! running inside the save's transaction or after its commit.
 
 use super::{ClassIndex, ModelRef};
-use crate::locate::controllers::{constant_files, enclosing_modules, included};
-use crate::locate::{block_from, code_lines, find_def};
+use crate::controllers::{constant_files, enclosing_modules, included};
+use crate::{block_from, code_lines, find_def};
 
 /// Declarations whose methods run inside the save's transaction.
 const IN_TRANSACTION: [&str; 17] = [
@@ -75,7 +75,7 @@ const UPLOADER_MOUNTS: [&str; 2] = ["mount_uploader", "mount_uploaders"];
 /// tells: a controller's `create` creates, `update` updates, `destroy`
 /// destroys. A job, a task or any other action may do all three.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(in crate::locate) enum SaveKind {
+pub(crate) enum SaveKind {
     Create,
     Update,
     Destroy,
@@ -83,7 +83,7 @@ pub(in crate::locate) enum SaveKind {
 }
 
 impl SaveKind {
-    pub(in crate::locate) fn of_action(controller_path: &str, method: &str) -> SaveKind {
+    pub(crate) fn of_action(controller_path: &str, method: &str) -> SaveKind {
         if !controller_path.contains("app/controllers/") {
             return SaveKind::Any;
         }
@@ -98,7 +98,7 @@ impl SaveKind {
     /// What the source's action says it does, when the entry's own file
     /// does not (an action a gem defines: `api/discussions#destroy` served
     /// by a `destroy_action` of a base controller).
-    pub(in crate::locate) fn of_source(query_source: &str) -> SaveKind {
+    pub(crate) fn of_source(query_source: &str) -> SaveKind {
         match query_source.rsplit_once('#').map(|(_, action)| action) {
             Some("create") => SaveKind::Create,
             Some("update") => SaveKind::Update,
@@ -126,7 +126,7 @@ impl SaveKind {
 
 /// The method a callback names, where the model or a concern defines it.
 #[derive(Debug, Clone, PartialEq)]
-pub(in crate::locate) struct Method {
+pub(crate) struct Method {
     pub path: String,
     pub line: usize,
     pub body: String,
@@ -135,7 +135,7 @@ pub(in crate::locate) struct Method {
 
 /// One callback, hook or association effect of a save.
 #[derive(Debug, Clone, PartialEq)]
-pub(in crate::locate) struct Callback {
+pub(crate) struct Callback {
     /// `Order after_save :notify`, `Order after_create do … end`.
     pub label: String,
     pub path: String,
@@ -262,7 +262,7 @@ fn files_of(index: &ClassIndex, model: &ModelRef) -> Vec<(String, String, String
 
 /// Whether `code` names `column` as an identifier (`@user.export = ...`,
 /// `update(export: file)`), not inside a longer name.
-pub(in crate::locate) fn names(code: &str, column: &str) -> bool {
+pub(crate) fn names(code: &str, column: &str) -> bool {
     let is_ident = |c: char| c.is_alphanumeric() || c == '_';
     !column.is_empty()
         && code.match_indices(column).any(|(at, _)| {
@@ -589,7 +589,7 @@ impl Reader<'_> {
 /// job runs as far as it was followed: an uploader's callback counts only
 /// when that code assigns its column (CarrierWave uploads only a newly
 /// assigned file), a `dependent: :destroy` only when it destroys.
-pub(in crate::locate) fn callbacks_of(
+pub(crate) fn callbacks_of(
     index: &ClassIndex,
     model: &ModelRef,
     save: SaveKind,

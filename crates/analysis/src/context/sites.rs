@@ -15,7 +15,7 @@ mod walk;
 
 use super::callbacks::{callbacks_of, Callback, SaveKind};
 use super::{ClassIndex, ModelRef};
-use crate::locate::Candidate;
+use crate::Candidate;
 use serde::Serialize;
 use walk::{Frame, Walker};
 

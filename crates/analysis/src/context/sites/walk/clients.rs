@@ -3,9 +3,9 @@
 //! machine's events fire at all.
 
 use super::{Frame, Piece, Walker};
-use crate::locate::context::callbacks::Callback;
-use crate::locate::context::constant_calls;
-use crate::locate::context::sites::slow::occurrences;
+use crate::context::callbacks::Callback;
+use crate::context::constant_calls;
+use crate::context::sites::slow::occurrences;
 
 impl Walker<'_> {
     /// A gem's client the application reaches through its own names, which
@@ -98,7 +98,7 @@ impl Walker<'_> {
             .file_text
             .lines()
             .filter_map(|l| l.trim().strip_prefix("event :"))
-            .map(crate::locate::context::word_at)
+            .map(crate::context::word_at)
             .filter(|e| !e.is_empty())
             .map(|e| format!(".{e}"))
             .collect();

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 /// Classes declared under every code root: full name to (path, line),
 /// with each file's text.
-pub(in crate::locate) struct ClassIndex {
+pub(crate) struct ClassIndex {
     pub classes: HashMap<String, (String, usize)>,
     /// Modules (concerns, helpers) the same way: full name to (path, line).
     pub modules: HashMap<String, (String, usize)>,
@@ -49,7 +49,7 @@ fn binding(line: &str) -> Option<(String, String)> {
 }
 
 /// A model's file: `app/models/` of the application or of any root.
-pub(in crate::locate) fn is_model_path(path: &str) -> bool {
+pub(crate) fn is_model_path(path: &str) -> bool {
     path.starts_with("app/models/") || path.contains("/app/models/")
 }
 

@@ -12,7 +12,7 @@ mod class_index;
 mod models;
 mod sites;
 mod statesman;
-pub(in crate::locate) use class_index::is_model_path;
+pub(crate) use class_index::is_model_path;
 use class_index::ClassIndex;
 #[cfg(test)]
 use models::explicit_table_name;
