@@ -1,6 +1,9 @@
-//! What the corpus benches (`locate-bench`, `realfix-bench`) share: their
-//! command line, the corpus files of a folder, where each application's
-//! checkout is, and how a miss shows its transaction sites.
+//! What the corpus benches (`locate-bench`, `realfix-bench`, `scan-bench`)
+//! share: their command line, the corpus files of a folder and its two
+//! halves, where each application's checkout is and how to check a commit
+//! out there, and how a miss shows its transaction sites. Each bench uses
+//! its part of it.
+#![allow(dead_code)]
 
 use anyhow::Context;
 use serde::de::DeserializeOwned;
@@ -50,6 +53,22 @@ impl CorpusRun {
     }
 
     /// Every `*.yaml` of the corpus folder, parsed, in name order.
+    /// The corpus given, or both halves: the one the rules were tuned on
+    /// and the held-out one (labelled blind), with the names benches print.
+    pub fn halves(&self) -> Vec<(&'static str, PathBuf)> {
+        if self.corpus_given {
+            vec![("all", self.corpus.clone())]
+        } else {
+            vec![
+                ("tuned on (corpus/real-fixes)", self.corpus.clone()),
+                (
+                    "HELD OUT (corpus/real-fixes-heldout)",
+                    self.root.join("corpus/real-fixes-heldout"),
+                ),
+            ]
+        }
+    }
+
     pub fn files<T: DeserializeOwned>(&self) -> anyhow::Result<Vec<T>> {
         let mut paths: Vec<PathBuf> = std::fs::read_dir(&self.corpus)
             .with_context(|| format!("reading {}", self.corpus.display()))?
@@ -92,4 +111,45 @@ pub fn print_sites(sites: &[longtx_prompt::locate::Site]) {
             site.score, site.path, site.line, site.route, site.why
         );
     }
+}
+
+/// Checks `commit` out in the corpus checkout at `dir`.
+pub fn checkout(dir: &Path, commit: &str) -> anyhow::Result<()> {
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "advice.detachedHead=false",
+            "checkout",
+            "-q",
+            "-f",
+            commit,
+        ])
+        .status()?;
+    if status.success() {
+        return Ok(());
+    }
+    // A mirror without its large binary blobs cannot check out a commit
+    // that has one: write the Ruby and YAML the bench reads instead, into a
+    // tree emptied of every other commit's files, and point HEAD at it
+    // (the indexes are cached by the commit HEAD names).
+    let script = format!(
+        "find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {{}} + && \
+         git ls-tree -r --name-only {commit} | grep -E '[.](rb|rake|yml)$|(^|/)Gemfile$' | \
+         grep -vE '^(spec|test)/.*[.]yml$' | \
+         xargs -d '\\n' sh -c 'git archive {commit} -- \"$@\" | tar -x' _ && \
+         git update-ref --no-deref HEAD {commit}"
+    );
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .status()?;
+    anyhow::ensure!(
+        status.success(),
+        "git checkout {commit} in {}",
+        dir.display()
+    );
+    Ok(())
 }

@@ -114,46 +114,6 @@ fn spans(place: &Shown, site: &str) -> bool {
         .any(|(p, first, last)| p == path && (*first..=*last).contains(&line))
 }
 
-fn checkout(dir: &Path, commit: &str) -> anyhow::Result<()> {
-    let status = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "advice.detachedHead=false",
-            "checkout",
-            "-q",
-            "-f",
-            commit,
-        ])
-        .status()?;
-    if status.success() {
-        return Ok(());
-    }
-    // A mirror without its large binary blobs cannot check out a commit
-    // that has one: write the Ruby and YAML the bench reads instead, into a
-    // tree emptied of every other commit's files, and point HEAD at it
-    // (the indexes are cached by the commit HEAD names).
-    let script = format!(
-        "find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {{}} + && \
-         git ls-tree -r --name-only {commit} | grep -E '[.](rb|rake|yml)$|(^|/)Gemfile$' | \
-         grep -vE '^(spec|test)/.*[.]yml$' | \
-         xargs -d '\\n' sh -c 'git archive {commit} -- \"$@\" | tar -x' _ && \
-         git update-ref --no-deref HEAD {commit}"
-    );
-    let status = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(dir)
-        .status()?;
-    anyhow::ensure!(
-        status.success(),
-        "git checkout {commit} in {}",
-        dir.display()
-    );
-    Ok(())
-}
-
 fn measure(
     dir: &Path,
     fix: &RealFix,
@@ -291,17 +251,7 @@ REALFIX_SHOW=<commit prefix> prints one fix's sites; REALFIX_PROMPT=<prefix> its
 fn main() -> anyhow::Result<()> {
     help::answer_help(USAGE);
     let run = corpus_run::CorpusRun::from_args("corpus/real-fixes")?;
-    let halves: Vec<(&str, std::path::PathBuf)> = if run.corpus_given {
-        vec![("all", run.corpus.clone())]
-    } else {
-        vec![
-            ("tuned on (corpus/real-fixes)", run.corpus.clone()),
-            (
-                "HELD OUT (corpus/real-fixes-heldout)",
-                run.root.join("corpus/real-fixes-heldout"),
-            ),
-        ]
-    };
+    let halves = run.halves();
     let mut totals = Vec::new();
     for (name, folder) in halves {
         println!("== {name}");
@@ -334,7 +284,7 @@ fn measure_half(run: &corpus_run::CorpusRun) -> anyhow::Result<Tally> {
         };
         let mut tally = Tally::default();
         for fix in &corpus.cases {
-            if let Err(e) = checkout(&dir, &fix.parent_commit) {
+            if let Err(e) = corpus_run::checkout(&dir, &fix.parent_commit) {
                 println!("SKIPPED {}: {e}", fix.fix_commit);
                 continue;
             }

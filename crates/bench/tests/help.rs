@@ -21,6 +21,7 @@ fn every_bench_binary_answers_help() {
         ("dashboard-bench", env!("CARGO_BIN_EXE_dashboard-bench")),
         ("locate-bench", env!("CARGO_BIN_EXE_locate-bench")),
         ("realfix-bench", env!("CARGO_BIN_EXE_realfix-bench")),
+        ("scan-bench", env!("CARGO_BIN_EXE_scan-bench")),
         ("door-bench", env!("CARGO_BIN_EXE_door-bench")),
     ];
     for (name, binary) in binaries {

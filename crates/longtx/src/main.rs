@@ -104,6 +104,28 @@ enum Command {
         #[command(subcommand)]
         command: PatternsCommand,
     },
+    /// List every transaction site in a checkout that holds slow work (an
+    /// HTTP, payment, mail or enqueue call, a bulk statement...), with the
+    /// sources that reach it and the pattern that fits, offline.
+    Scan {
+        /// The checkout to scan (default: the current directory).
+        #[arg(long, default_value = ".")]
+        repo: PathBuf,
+        /// Only the findings the checkout adds relative to this revision
+        /// (for pull requests and CI).
+        #[arg(long)]
+        base: Option<String>,
+        /// text for a person, json, or sarif (SARIF 2.1.0, for code scanning).
+        #[arg(long, value_enum, default_value = "text")]
+        format: offline::scan::Format,
+        /// The ignore list whose sources are silenced (default: the
+        /// checkout's ignore-list.yaml, when it has one).
+        #[arg(long)]
+        ignore_list: Option<PathBuf>,
+        /// Exit 1 when an unsilenced finding is printed.
+        #[arg(long)]
+        fail_on_findings: bool,
+    },
     /// Print the prompt a job for this source would get, offline (to
     /// preview template and catalogue edits).
     Prompt {
@@ -270,6 +292,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             return offline::lint_patterns(&dir.unwrap_or_else(|| config.patterns_dir.clone()));
         }
+        Command::Scan {
+            repo,
+            base,
+            format,
+            ignore_list,
+            fail_on_findings,
+        } => {
+            let passed = offline::scan::run(offline::scan::ScanArgs {
+                repo,
+                base,
+                format,
+                patterns: config.patterns_dir.clone(),
+                ignore_list,
+                fail_on_findings,
+            })?;
+            if !passed {
+                std::process::exit(1);
+            }
+            return Ok(());
+        }
         Command::Prompt {
             query_source,
             table,
@@ -352,6 +394,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Patterns { .. }
         | Command::Config { .. }
         | Command::Prompt { .. }
+        | Command::Scan { .. }
         | Command::Reviewers { .. }
         | Command::Ignore { .. } => {
             unreachable!("handled above")

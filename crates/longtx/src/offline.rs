@@ -3,6 +3,7 @@
 
 pub mod ignore;
 mod reviewers;
+pub mod scan;
 
 pub use reviewers::{print_reviewers, ReviewersArgs};
 

@@ -1,0 +1,165 @@
+//! scan-bench: `longtx scan` against real historical fixes of long
+//! transactions (`corpus/real-fixes*/`). For each fix, the whole checkout
+//! is scanned at the fix's parent and again at the fix, and the bench
+//! reports:
+//! - recall: the parent's scan has a finding at the site the fix changed
+//!   (its site or one of its slow calls at the labelled `fixed_site`, at
+//!   one of the labelled `slow_calls`, or within 3 lines of the fixed site
+//!   in the same file);
+//! - gone after the fix: of those, the matching finding's identity is
+//!   absent from the scan at the fix commit;
+//! - the findings per scan and the time a whole scan takes.
+//!
+//! Both halves are reported; the held-out one was labelled blind.
+//!
+//! Run: `cargo run --release -p longtx-bench --bin scan-bench -- --checkouts DIR [--corpus DIR] [--misses]`
+
+mod corpus_run;
+mod help;
+
+use longtx_core::IgnoreList;
+use longtx_prompt::corpus::{RealFix, RealFixFile};
+use longtx_scan::{Finding, Scan};
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "
+scan-bench: longtx scan at each real fix's parent and at the fix
+Usage: scan-bench --checkouts DIR [--corpus DIR] [--misses]
+  --checkouts DIR   clones of the corpus applications (scripts/corpus-checkouts)
+  --corpus DIR      one corpus folder (default: both halves)
+  --misses          print each fix the scan missed";
+
+#[derive(Default)]
+struct Tally {
+    fixes: usize,
+    found: usize,
+    gone: usize,
+    findings: usize,
+    scans: usize,
+    slowest: Duration,
+    total: Duration,
+}
+
+fn main() -> anyhow::Result<()> {
+    help::answer_help(USAGE);
+    let run = corpus_run::CorpusRun::from_args("corpus/real-fixes")?;
+    let halves = run.halves();
+    let catalogue = longtx_catalog::Catalogue::load(&run.root.join("patterns"))?;
+    let mut totals = Vec::new();
+    for (name, folder) in halves {
+        println!("== {name}");
+        let half = corpus_run::CorpusRun {
+            corpus: folder,
+            ..run.clone()
+        };
+        let mut tally = Tally::default();
+        for corpus in half.files::<RealFixFile>()? {
+            let Some(dir) = half.checkout_of(&corpus.repository) else {
+                continue;
+            };
+            for fix in &corpus.cases {
+                let Some(parent) = scan_at(&dir, &fix.parent_commit, &catalogue, &mut tally) else {
+                    continue;
+                };
+                tally.fixes += 1;
+                let Some(hit) = parent.findings.iter().find(|f| matches(f, fix)) else {
+                    if run.misses {
+                        println!(
+                            "  MISS {} {} {} ({} findings)",
+                            corpus.repository,
+                            &fix.fix_commit[..10],
+                            fix.fixed_site,
+                            parent.findings.len()
+                        );
+                    }
+                    continue;
+                };
+                tally.found += 1;
+                let Some(after) = scan_at(&dir, &fix.fix_commit, &catalogue, &mut tally) else {
+                    continue;
+                };
+                if after.findings.iter().all(|f| f.id != hit.id) {
+                    tally.gone += 1;
+                } else if run.misses {
+                    println!(
+                        "  STAYS {} {} {}:{} {}",
+                        corpus.repository,
+                        &fix.fix_commit[..10],
+                        hit.path,
+                        hit.line,
+                        hit.kind
+                    );
+                }
+            }
+        }
+        print(name, &tally);
+        totals.push((name, tally));
+    }
+    println!("==");
+    for (name, tally) in &totals {
+        print(name, tally);
+    }
+    Ok(())
+}
+
+fn scan_at(
+    dir: &std::path::Path,
+    commit: &str,
+    catalogue: &longtx_catalog::Catalogue,
+    tally: &mut Tally,
+) -> Option<Scan> {
+    if let Err(e) = corpus_run::checkout(dir, commit) {
+        println!("  SKIPPED {commit}: {e}");
+        return None;
+    }
+    let start = Instant::now();
+    let scan = longtx_scan::scan(dir, Some(catalogue), &IgnoreList::default());
+    let took = start.elapsed();
+    tally.scans += 1;
+    tally.total += took;
+    tally.slowest = tally.slowest.max(took);
+    tally.findings += scan.findings.len();
+    Some(scan)
+}
+
+fn matches(finding: &Finding, fix: &RealFix) -> bool {
+    let at = |path: &str, line: usize| format!("{path}:{line}");
+    let places = std::iter::once(at(&finding.path, finding.line))
+        .chain(finding.slow.iter().map(|s| at(&s.path, s.line)))
+        .collect::<Vec<_>>();
+    if places
+        .iter()
+        .any(|p| *p == fix.fixed_site || fix.slow_calls.contains(p))
+    {
+        return true;
+    }
+    let Some((path, line)) = fix.fixed_site.rsplit_once(':') else {
+        return false;
+    };
+    let line: usize = line.parse().unwrap_or(0);
+    std::iter::once((&finding.path, finding.line))
+        .chain(finding.slow.iter().map(|s| (&s.path, s.line)))
+        .any(|(p, l)| p == path && l.abs_diff(line) <= 3)
+}
+
+fn print(name: &str, t: &Tally) {
+    let pct = |a: usize, b: usize| {
+        if b == 0 {
+            0.0
+        } else {
+            100.0 * a as f64 / b as f64
+        }
+    };
+    println!(
+        "{name}: {} fixes; fixed site found {} ({:.1}%); gone after the fix {} of {} ({:.1}%); {:.1} findings per scan; scan mean {:.2} s, slowest {:.2} s",
+        t.fixes,
+        t.found,
+        pct(t.found, t.fixes),
+        t.gone,
+        t.found,
+        pct(t.gone, t.found),
+        t.findings as f64 / t.scans.max(1) as f64,
+        t.total.as_secs_f64() / t.scans.max(1) as f64,
+        t.slowest.as_secs_f64()
+    );
+}

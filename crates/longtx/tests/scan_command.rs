@@ -1,0 +1,262 @@
+//! `longtx scan` on a Rails application made in the test as a real git
+//! repository: what it finds, what silences a finding without hiding it,
+//! the SARIF code scanning reads, and diff mode against a base commit.
+
+use longtx_testkit::GitRepo;
+use serde_json::Value;
+use std::process::Command;
+
+const CONTROLLER: &str = "class OrdersController < ApplicationController
+  def create
+    @order = Order.new(params[:order])
+    Order.transaction do
+      @order.save!
+    end
+  end
+
+  def show
+    @order = Order.find(params[:id])
+  end
+
+  private
+
+  def helper
+  end
+end
+";
+
+const MODEL: &str = "class Order < ApplicationRecord
+  after_save :send_confirmation
+
+  def send_confirmation
+    OrderMailer.confirmation(self).deliver_now
+  end
+end
+";
+
+/// The lock is held on purpose around the partner's call: silenced by a
+/// comment, still reported.
+const WORKER: &str = "class PartnerSyncWorker
+  include Sidekiq::Worker
+
+  def perform(id)
+    account = Account.find(id)
+    account.with_lock do
+      Faraday.post('https://partner.example/sync', account.to_json) # longtx:ignore the partner needs the row locked
+    end
+  end
+end
+";
+
+const EXPORT: &str = "class ExportWorker
+  include Sidekiq::Worker
+
+  def perform
+    Report.transaction do
+      Net::HTTP.post(URI('https://reports.example/upload'), Report.all.to_json)
+    end
+  end
+end
+";
+
+fn app() -> (GitRepo, String) {
+    let repo = GitRepo::new("scan-app");
+    let base = repo.commit(
+        &[
+            ("app/controllers/orders_controller.rb", CONTROLLER),
+            ("app/models/order.rb", MODEL),
+            ("app/workers/partner_sync_worker.rb", WORKER),
+            ("app/workers/export_worker.rb", EXPORT),
+            (
+                "ignore-list.yaml",
+                "- query_source: ExportWorker\n  reason: nightly, no migration runs then\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    (repo, base)
+}
+
+fn scan(repo: &GitRepo, args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_longtx"))
+        .args(["scan", "--repo"])
+        .arg(&repo.path)
+        .args(args)
+        .env(
+            "LONGTX_PATTERNS_DIR",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../patterns"),
+        )
+        .output()
+        .expect("the longtx binary runs");
+    assert!(
+        out.stderr.is_empty() || out.status.success() || out.status.code() == Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn findings(json: &str) -> Vec<Value> {
+    let scan: Value = serde_json::from_str(json).expect("JSON");
+    scan["findings"].as_array().unwrap().clone()
+}
+
+fn find<'a>(all: &'a [Value], kind: &str, path: &str) -> &'a Value {
+    all.iter()
+        .find(|f| f["kind"] == kind && f["path"] == path)
+        .unwrap_or_else(|| panic!("no {kind} at {path} in {all:#?}"))
+}
+
+#[test]
+fn every_site_with_slow_work_is_found_and_silenced_ones_are_reported_as_such() {
+    let (repo, _) = app();
+    let (status, json) = scan(&repo, &["--format", "json"]);
+    assert_eq!(status, 0);
+    let all = findings(&json);
+
+    // The mail sent from a save callback, inside the save's transaction,
+    // reached from the action that saves.
+    let mail = find(&all, "a mail delivery", "app/models/order.rb");
+    assert_eq!(mail["line"], 2, "the callback's declaration");
+    assert_eq!(mail["slow"][0]["line"], 5);
+    assert!(mail["entries"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from("orders#create")));
+    assert_eq!(mail["pattern"]["id"], "side-effects-after-commit");
+    assert!(mail["silenced"].is_null());
+
+    let partner = find(&all, "an HTTP call", "app/workers/partner_sync_worker.rb");
+    assert_eq!(partner["silenced"]["by"], "comment");
+    assert_eq!(
+        partner["silenced"]["reason"],
+        "the partner needs the row locked"
+    );
+    let export = find(&all, "an HTTP call", "app/workers/export_worker.rb");
+    assert_eq!(export["silenced"]["by"], "ignore-list");
+    assert!(export["silenced"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("nightly"));
+    assert!(
+        !all.iter().any(|f| f["entries"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("orders#helper"))),
+        "a private method is no entry point"
+    );
+
+    // Text for a person says the same, silenced last.
+    let (_, text) = scan(&repo, &[]);
+    assert!(
+        text.starts_with("1 finding(s) of slow work inside a transaction, 2 silenced"),
+        "{text}"
+    );
+    assert!(text.contains("app/models/order.rb:5: OrderMailer.confirmation(self).deliver_now"));
+    assert!(text.contains("[silenced by comment: the partner needs the row locked]"));
+
+    // --fail-on-findings fails on the one unsilenced finding only.
+    assert_eq!(scan(&repo, &["--fail-on-findings"]).0, 1);
+}
+
+#[test]
+fn sarif_has_what_code_scanning_reads() {
+    let (repo, _) = app();
+    let (_, sarif) = scan(&repo, &["--format", "sarif"]);
+    let sarif: Value = serde_json::from_str(&sarif).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    let run = &sarif["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "longtx");
+    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    for result in results {
+        let rule = result["ruleId"].as_str().unwrap();
+        assert!(rules.contains(&rule), "{rule} is declared");
+        let location = &result["locations"][0]["physicalLocation"];
+        assert!(location["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap()
+            .starts_with("app/"));
+        assert!(location["region"]["startLine"].as_u64().unwrap() >= 1);
+        assert_eq!(
+            result["partialFingerprints"]["longtxFinding/v1"]
+                .as_str()
+                .unwrap()
+                .len(),
+            16
+        );
+    }
+    let suppressed: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r["suppressions"][0]["kind"].as_str())
+        .collect();
+    assert_eq!(suppressed.len(), 2, "silenced, not dropped");
+    assert!(suppressed.contains(&"inSource") && suppressed.contains(&"external"));
+}
+
+#[test]
+fn diff_mode_shows_only_what_the_head_adds_and_a_moved_line_is_no_new_finding() {
+    let (repo, base) = app();
+    let before = findings(&scan(&repo, &["--format", "json"]).1);
+    // The head moves the model's lines down and adds an HTTP call inside
+    // the controller's transaction.
+    repo.commit(
+        &[
+            (
+                "app/models/order.rb",
+                &format!("# Orders.\n\n{MODEL}"),
+            ),
+            (
+                "app/controllers/orders_controller.rb",
+                &CONTROLLER.replace(
+                    "      @order.save!\n",
+                    "      @order.save!\n      Net::HTTP.post(URI('https://fraud.example/check'), @order.to_json)\n",
+                ),
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        1,
+    );
+    let after = findings(&scan(&repo, &["--format", "json"]).1);
+    let mail = |all: &[Value]| find(all, "a mail delivery", "app/models/order.rb").clone();
+    assert_eq!(mail(&after)["id"], mail(&before)["id"], "same identity");
+    assert_eq!(mail(&after)["line"], 4, "at its new line");
+
+    let (status, json) = scan(
+        &repo,
+        &["--format", "json", "--base", &base, "--fail-on-findings"],
+    );
+    let new = findings(&json);
+    assert_eq!(new.len(), 1, "{new:#?}");
+    assert_eq!(new[0]["kind"], "an HTTP call");
+    assert_eq!(new[0]["path"], "app/controllers/orders_controller.rb");
+    assert_eq!(status, 1);
+    // Against itself, nothing is new.
+    let (status, json) = scan(
+        &repo,
+        &["--format", "json", "--base", "HEAD", "--fail-on-findings"],
+    );
+    assert!(findings(&json).is_empty());
+    assert_eq!(status, 0);
+    // A base that is no commit is refused, saying so.
+    let out = Command::new(env!("CARGO_BIN_EXE_longtx"))
+        .args(["scan", "--repo"])
+        .arg(&repo.path)
+        .args(["--base", "no-such-branch"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--base no-such-branch: not a commit"));
+}

@@ -1,0 +1,146 @@
+//! Which slow calls a scan reports. The prompt lists every lead, as an
+//! agent can read and drop one; a check on every pull request must be
+//! right when it speaks, so the scan keeps a call only when its line shows
+//! the work is what it looks like. Three readings were judged wrong most
+//! often by a reviewer reading real findings (90 of them, three
+//! applications; the book's "How well it finds them"):
+//! - a batch write on an association (`order.payments.delete_all`) or on
+//!   one row (`where(id: id)`): bounded by its parent, not a long statement;
+//! - an `import` that is not a model's bulk import (`DfcIo.import(json)`,
+//!   `ImageImporter.new.import(url)`);
+//! - a bare `.get(`/`.post(` whose argument is no URL or path
+//!   (`CurrentConfig.get(:currency)`).
+
+use std::path::Path;
+
+/// HTTP clients whose name on the line settles it.
+const HTTP_CLIENTS: [&str; 10] = [
+    "Net::HTTP",
+    "Faraday",
+    "HTTParty",
+    "RestClient",
+    "Excon",
+    "Typhoeus",
+    "URI.open",
+    "open-uri",
+    "HTTP.",
+    "http.",
+];
+const BULK_VERBS: [&str; 6] = [
+    "update_all",
+    "delete_all",
+    "destroy_all",
+    "insert_all",
+    "upsert_all",
+    "in_batches",
+];
+
+/// Whether the scan reports this slow call.
+pub(crate) fn confident(repo: &Path, kind: &str, code: &str) -> bool {
+    match kind {
+        "a batch write" => unbounded_bulk(code),
+        "a bulk import" => model_import(repo, code),
+        "an HTTP call" => http_call(code),
+        _ => true,
+    }
+}
+
+/// `Issue.where(status_id: id).update_all(...)`, `Ledger::Mapping.delete_all`:
+/// the statement's receiver is a class, and it is not narrowed to one row.
+fn unbounded_bulk(code: &str) -> bool {
+    let Some(at) = BULK_VERBS.iter().filter_map(|v| code.find(v)).min() else {
+        return true;
+    };
+    // The receiver starts the statement, after an assignment if any
+    // (`pairings = SuggestedPairing.upsert_all(...)`).
+    let statement = code[..at].trim_start();
+    let receiver = match statement.find(" = ") {
+        Some(eq) if !statement[..eq].contains('(') => statement[eq + 3..].trim_start(),
+        _ => statement,
+    };
+    let one_row = ["(id:", "(:id =>", "({:id =>", "(id =>", "(id: "]
+        .iter()
+        .any(|n| code[..at].contains(n));
+    receiver.starts_with(|c: char| c.is_ascii_uppercase()) && !one_row
+}
+
+/// `Product.import(rows)` where `Product` is a model of the checkout.
+fn model_import(repo: &Path, code: &str) -> bool {
+    let Some(at) = code.find(".import") else {
+        return false;
+    };
+    let before = &code[..at];
+    if before.ends_with(".new") || before.ends_with(')') {
+        return false;
+    }
+    let constant: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == ':' || *c == '_')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    if !constant.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return false;
+    }
+    let file = constant
+        .split("::")
+        .map(longtx_core::query_logs::underscore)
+        .collect::<Vec<_>>()
+        .join("/");
+    repo.join("app/models").join(format!("{file}.rb")).is_file()
+}
+
+/// A known client, or a verb called with a string, URL or URI.
+fn http_call(code: &str) -> bool {
+    if HTTP_CLIENTS.iter().any(|c| code.contains(c)) {
+        return true;
+    }
+    [".get(", ".post(", ".put(", ".patch(", ".delete("]
+        .iter()
+        .filter_map(|verb| code.find(verb).map(|at| &code[at + verb.len()..]))
+        .any(|argument| {
+            let a = argument.trim_start();
+            a.starts_with(['"', '\''])
+                || a.starts_with("URI")
+                || a.starts_with("url")
+                || a.starts_with("uri")
+                || a.contains("_url")
+        })
+        || ![".get(", ".post("].iter().any(|v| code.contains(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_bulk_statements_and_config_lookups_are_not_reported() {
+        assert!(unbounded_bulk(
+            "Issue.where(:status_id => id).update_all('x')"
+        ));
+        assert!(unbounded_bulk("Ledger::Mapping.delete_all"));
+        assert!(unbounded_bulk(
+            "pairings = SuggestedPairing.upsert_all(pairs, unique_by: [:a])"
+        ));
+        assert!(!unbounded_bulk(
+            "@order.payments.with_state(:invalid).delete_all"
+        ));
+        assert!(!unbounded_bulk(
+            "model_class.where(id:).update_all(position: index)"
+        ));
+        assert!(!unbounded_bulk(
+            "Message.where({:id => parent.id}).update_all(x)"
+        ));
+        assert!(http_call("ColumnService.get(\"/institutions/#{bic}\")"));
+        assert!(http_call("response = Faraday.get(url)"));
+        assert!(!http_call("self.currency = CurrentConfig.get(:currency)"));
+        let repo = Path::new("/nonexistent");
+        assert!(!model_import(
+            repo,
+            "ImageImporter.new.import(url, product)"
+        ));
+        assert!(!model_import(repo, "find_subject(DfcIo.import(result))"));
+    }
+}

@@ -1,0 +1,162 @@
+//! `longtx scan`: every transaction site the analysis finds holding slow
+//! work, read from every entry point of a checkout, before any alert.
+//!
+//! A finding is one kind of slow call inside one site. Its identity is the
+//! site's file, the method around the site and the kind of call, so a line
+//! moving does not make a new finding. A finding is silenced, never
+//! dropped, by a `# longtx:ignore <reason>` comment on its site's line or
+//! a slow call's line, or when the ignore list covers every source that
+//! reaches it. Pure: reads the checkout's files, nothing else.
+
+mod confidence;
+mod entries;
+mod finding;
+pub mod sarif;
+pub mod text;
+
+pub use entries::entry_points;
+pub use finding::{Finding, Silenced, SlowLine};
+
+use longtx_analysis::{code_context, locate, Site};
+use longtx_catalog::{rank, Catalogue, Evidence};
+use longtx_core::{IgnoreList, QuerySource};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What a scan found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scan {
+    /// Entry points read (controller actions, jobs, rake tasks).
+    pub entry_points: usize,
+    /// Findings, unsilenced first, then by file and line.
+    pub findings: Vec<Finding>,
+}
+
+impl Scan {
+    pub fn active(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| f.silenced.is_none())
+    }
+
+    /// The findings of `self` whose identity `base` lacks: what a change
+    /// adds (diff mode).
+    pub fn new_since(mut self, base: &Scan) -> Scan {
+        self.findings
+            .retain(|f| !base.findings.iter().any(|b| b.id == f.id));
+        self
+    }
+}
+
+/// Scans the checkout at `repo`. `catalogue` names the pattern that fits
+/// each finding; `ignore` silences the findings only ignored sources reach.
+pub fn scan(repo: &Path, catalogue: Option<&Catalogue>, ignore: &IgnoreList) -> Scan {
+    let entries = entry_points(repo);
+    let mut found: BTreeMap<String, Finding> = BTreeMap::new();
+    for source in &entries {
+        let candidates = locate(repo, source);
+        if candidates.is_empty() {
+            continue;
+        }
+        let context = code_context(repo, source, &[], &candidates);
+        let owners = owners_of_slow_calls(&context.sites);
+        for (i, site) in context.sites.iter().enumerate() {
+            let owned = |path: &str, line: usize| owners.get(&(path.to_owned(), line)) == Some(&i);
+            for finding in finding::of_site(repo, site, &owned) {
+                found
+                    .entry(finding.id.clone())
+                    .and_modify(|f| f.add_entry(source))
+                    .or_insert_with(|| {
+                        let mut f = finding;
+                        f.pattern = catalogue.and_then(|c| pattern_for(c, site));
+                        f.add_entry(source);
+                        f
+                    });
+            }
+        }
+    }
+    let mut findings: Vec<Finding> = found.into_values().collect();
+    for f in &mut findings {
+        if f.silenced.is_none() {
+            f.silenced = ignored_everywhere(&f.entries, ignore);
+        }
+    }
+    findings.sort_by(|a, b| {
+        a.silenced
+            .is_some()
+            .cmp(&b.silenced.is_some())
+            .then(a.path.cmp(&b.path))
+            .then(a.line.cmp(&b.line))
+            .then(a.kind.cmp(&b.kind))
+    });
+    Scan {
+        entry_points: entries.len(),
+        findings,
+    }
+}
+
+/// Which site each slow call is reported at when several hold it (an
+/// action's `transaction do` around a save whose callback mails): the one
+/// in the same file as the call, the closest to it, else the first.
+fn owners_of_slow_calls(sites: &[Site]) -> BTreeMap<(String, usize), usize> {
+    let mut owners: BTreeMap<(String, usize), usize> = BTreeMap::new();
+    for (i, site) in sites.iter().enumerate() {
+        for call in &site.slow {
+            let key = (call.path.clone(), call.line);
+            match owners.get(&key) {
+                Some(&j) if sites[j].path == call.path || site.path != call.path => {}
+                _ => {
+                    owners.insert(key, i);
+                }
+            }
+        }
+    }
+    owners
+}
+
+/// The catalogue's best pattern for the work inside the site, as the
+/// prompt weighs it: the code near the boundary, the shapes recognised.
+fn pattern_for(catalogue: &Catalogue, site: &Site) -> Option<finding::PatternRef> {
+    let evidence = Evidence {
+        inside: site
+            .inside
+            .iter()
+            .filter(|(_, d)| *d <= 1)
+            .map(|(t, _)| t.clone())
+            .collect(),
+        excerpts: site
+            .inside
+            .iter()
+            .filter(|(_, d)| *d > 1)
+            .map(|(t, _)| t.clone())
+            .collect(),
+        shapes: site.shapes.clone(),
+        ..Evidence::default()
+    };
+    let best = rank(&catalogue.patterns, &evidence).into_iter().next()?;
+    (best.score > 0).then(|| {
+        let p = &catalogue.patterns[best.index];
+        finding::PatternRef {
+            id: p.id().to_owned(),
+            title: p.front.title.clone(),
+        }
+    })
+}
+
+/// Silenced when every source reaching the finding is on the ignore list.
+fn ignored_everywhere(entries: &[String], ignore: &IgnoreList) -> Option<Silenced> {
+    let mut reasons = Vec::new();
+    for entry in entries {
+        let source = QuerySource::parse(entry).ok()?;
+        let matched = ignore.matching(&source)?;
+        reasons.push(format!(
+            "{}: {}",
+            matched.query_source,
+            matched.reason.as_deref().unwrap_or("no reason given")
+        ));
+    }
+    reasons.dedup();
+    (!reasons.is_empty()).then(|| Silenced {
+        by: "ignore-list".into(),
+        reason: reasons.join("; "),
+    })
+}
