@@ -51,28 +51,39 @@ impl Scan {
 /// each finding; `ignore` silences the findings only ignored sources reach.
 pub fn scan(repo: &Path, catalogue: Option<&Catalogue>, ignore: &IgnoreList) -> Scan {
     let entries = entry_points(repo);
+    // Each entry point is walked on its own, so they are spread over the
+    // cores (the indexes are built once and shared); the results are
+    // merged in the entries' order, so the output does not depend on it.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
+    let chunk = entries.len().div_ceil(threads).max(1);
+    let per_entry: Vec<Vec<(String, Finding)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = entries
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|s| findings_of(repo, catalogue, s))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a scan worker panicked"))
+            .collect()
+    });
     let mut found: BTreeMap<String, Finding> = BTreeMap::new();
-    for source in &entries {
-        let candidates = locate(repo, source);
-        if candidates.is_empty() {
-            continue;
-        }
-        let context = code_context(repo, source, &[], &candidates);
-        let owners = owners_of_slow_calls(&context.sites);
-        for (i, site) in context.sites.iter().enumerate() {
-            let owned = |path: &str, line: usize| owners.get(&(path.to_owned(), line)) == Some(&i);
-            for finding in finding::of_site(repo, site, &owned) {
-                found
-                    .entry(finding.id.clone())
-                    .and_modify(|f| f.add_entry(source))
-                    .or_insert_with(|| {
-                        let mut f = finding;
-                        f.pattern = catalogue.and_then(|c| pattern_for(c, site));
-                        f.add_entry(source);
-                        f
-                    });
-            }
-        }
+    for (source, finding) in per_entry.into_iter().flatten() {
+        found
+            .entry(finding.id.clone())
+            .and_modify(|f| f.add_entry(&source))
+            .or_insert_with(|| {
+                let mut f = finding;
+                f.add_entry(&source);
+                f
+            });
     }
     let mut findings: Vec<Finding> = found.into_values().collect();
     for f in &mut findings {
@@ -92,6 +103,25 @@ pub fn scan(repo: &Path, catalogue: Option<&Catalogue>, ignore: &IgnoreList) -> 
         entry_points: entries.len(),
         findings,
     }
+}
+
+/// The findings one entry point reaches, each with the entry's source.
+fn findings_of(repo: &Path, catalogue: Option<&Catalogue>, source: &str) -> Vec<(String, Finding)> {
+    let candidates = locate(repo, source);
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    let context = code_context(repo, source, &[], &candidates);
+    let owners = owners_of_slow_calls(&context.sites);
+    let mut out = Vec::new();
+    for (i, site) in context.sites.iter().enumerate() {
+        let owned = |path: &str, line: usize| owners.get(&(path.to_owned(), line)) == Some(&i);
+        for mut finding in finding::of_site(repo, site, &owned) {
+            finding.pattern = catalogue.and_then(|c| pattern_for(c, site));
+            out.push((source.to_owned(), finding));
+        }
+    }
+    out
 }
 
 /// Which site each slow call is reported at when several hold it (an
