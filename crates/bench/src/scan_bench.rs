@@ -12,7 +12,14 @@
 //!
 //! Both halves are reported; the held-out one was labelled blind.
 //!
+//! With `--history DIR --commits N` it measures noise instead: diff mode
+//! over the last N first-parent commits of the clone at DIR (each against
+//! its parent, oldest first), printing every commit it would flag with the
+//! findings that commit adds. It checks commits out in DIR: use a clone
+//! made for it.
+//!
 //! Run: `cargo run --release -p longtx-bench --bin scan-bench -- --checkouts DIR [--corpus DIR] [--misses]`
+//! or `... --bin scan-bench -- --history DIR [--commits 200]`
 
 mod corpus_run;
 mod help;
@@ -25,9 +32,12 @@ use std::time::{Duration, Instant};
 const USAGE: &str = "
 scan-bench: longtx scan at each real fix's parent and at the fix
 Usage: scan-bench --checkouts DIR [--corpus DIR] [--misses]
+       scan-bench --history DIR [--commits N]
   --checkouts DIR   clones of the corpus applications (scripts/corpus-checkouts)
   --corpus DIR      one corpus folder (default: both halves)
-  --misses          print each fix the scan missed";
+  --misses          print each fix the scan missed
+  --history DIR     diff mode over the last commits of the clone at DIR (it checks them out)
+  --commits N       how many (default 200)";
 
 #[derive(Default)]
 struct Tally {
@@ -42,6 +52,16 @@ struct Tally {
 
 fn main() -> anyhow::Result<()> {
     help::answer_help(USAGE);
+    let args: Vec<String> = std::env::args().collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+    };
+    if let Some(dir) = value("--history") {
+        let commits = value("--commits").map_or(Ok(200), |n| n.parse())?;
+        return history(std::path::Path::new(dir), commits);
+    }
     let run = corpus_run::CorpusRun::from_args("corpus/real-fixes")?;
     let halves = run.halves();
     let catalogue = longtx_catalog::Catalogue::load(&run.root.join("patterns"))?;
@@ -162,4 +182,68 @@ fn print(name: &str, t: &Tally) {
         t.total.as_secs_f64() / t.scans.max(1) as f64,
         t.slowest.as_secs_f64()
     );
+}
+
+/// Diff mode over the last `commits` first-parent commits of `dir`.
+fn history(dir: &std::path::Path, commits: usize) -> anyhow::Result<()> {
+    let log = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["log", "--first-parent", "--format=%H %s", "-n"])
+        .arg((commits + 1).to_string())
+        .output()?;
+    anyhow::ensure!(log.status.success(), "git log in {}", dir.display());
+    let mut lines: Vec<String> = String::from_utf8_lossy(&log.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.reverse();
+    let catalogue = longtx_catalog::Catalogue::load(std::path::Path::new("patterns")).ok();
+    let mut tally = Tally::default();
+    let mut previous: Option<Scan> = None;
+    let (mut compared, mut flagged) = (0, 0);
+    for line in &lines {
+        let (commit, subject) = line.split_once(' ').unwrap_or((line, ""));
+        corpus_run::checkout(dir, commit)?;
+        let start = Instant::now();
+        let scan = longtx_scan::scan(dir, catalogue.as_ref(), &IgnoreList::default());
+        let took = start.elapsed();
+        tally.scans += 1;
+        tally.total += took;
+        tally.slowest = tally.slowest.max(took);
+        tally.findings += scan.findings.len();
+        if let Some(before) = &previous {
+            compared += 1;
+            let new = scan.clone().new_since(before);
+            if new.active().next().is_some() {
+                flagged += 1;
+                println!(
+                    "FLAG {} {}",
+                    &commit[..10],
+                    subject.chars().take(80).collect::<String>()
+                );
+                for f in new.active() {
+                    let call = f
+                        .slow
+                        .first()
+                        .map(|s| format!("{}:{}: {}", s.path, s.line, s.code))
+                        .unwrap_or_default();
+                    println!(
+                        "  {} in {} ({}:{}): {call}",
+                        f.kind, f.method, f.path, f.line
+                    );
+                }
+            }
+        }
+        previous = Some(scan);
+    }
+    println!(
+        "{}: {compared} commits compared, {flagged} flagged ({:.1}%); {:.1} findings per scan; scan mean {:.2} s, slowest {:.2} s",
+        dir.display(),
+        100.0 * flagged as f64 / compared.max(1) as f64,
+        tally.findings as f64 / tally.scans.max(1) as f64,
+        tally.total.as_secs_f64() / tally.scans.max(1) as f64,
+        tally.slowest.as_secs_f64()
+    );
+    Ok(())
 }

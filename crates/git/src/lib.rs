@@ -10,6 +10,7 @@
 //!
 //! Nothing here touches the database; callers run it with no connection held.
 
+pub mod export;
 pub mod gather;
 pub mod history;
 mod mirror;
