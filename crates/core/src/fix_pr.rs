@@ -29,6 +29,8 @@ pub struct FixFacts<'a> {
     /// What the agent says it did, already made safe by
     /// [`crate::agent_run::untrusted_summary`]; quoted, never trusted.
     pub summary: Option<&'a str>,
+    /// longtx's own scan of the patched code, when it ran.
+    pub patch_check: Option<&'a crate::patch_check::PatchCheck>,
 }
 
 /// The trailer naming the round a commit answers.
@@ -121,6 +123,9 @@ pub fn body(facts: &FixFacts<'_>, installation: &Installation) -> String {
         lines.extend(summary.lines().map(|l| format!("  > {l}")));
         lines.push(String::new());
     }
+    if let Some(check) = facts.patch_check {
+        lines.extend(check.body_lines());
+    }
     lines.push(format!(
         "- Not worth fixing? Add the label `{}`: longtx drops these commits and ignores the source from then on.",
         crate::github_events::WONTFIX_LABEL
@@ -187,6 +192,7 @@ mod tests {
             pattern: Some("http-call-inside-transaction"),
             run_url: Some("https://github.com/acme/app/actions/runs/7"),
             summary: Some("Moved the HTTP call after commit."),
+            patch_check: None,
         }
     }
 

@@ -21,6 +21,7 @@ pub mod installation;
 pub mod job;
 pub mod json_text;
 pub mod observation;
+pub mod patch_check;
 pub mod patch_policy;
 pub mod policy;
 pub mod pre_review;

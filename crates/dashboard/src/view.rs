@@ -458,6 +458,7 @@ pub(crate) fn job_context(page: &JobPage, settings: &PageSettings) -> tera::Cont
     context.insert("regressed", &job.regressed_at.map(time));
     context.insert("regressed_from", &job.regressed_from);
     context.insert("hold_reason", &job.hold_reason);
+    context.insert("patch_check", &patch_check_view(job.patch_check.as_ref()));
     context.insert("wontfix_state", &job.wontfix_state);
     context.insert("wontfix_by", &job.wontfix_by);
     context.insert("wontfix_detail", &job.wontfix_detail);
@@ -608,4 +609,31 @@ mod tests {
         assert_eq!(encode("admin/users#update"), "admin%2Fusers%23update");
         assert_eq!(encode("a&b=<c>"), "a%26b%3D%3Cc%3E");
     }
+}
+
+/// longtx's scan of the newest patch, for the job page: whether it left
+/// the alerted slow work inside a transaction, and what it added.
+#[derive(Debug, Serialize)]
+struct PatchCheckView {
+    leaves_slow_work: bool,
+    held_before: usize,
+    still_held: Vec<String>,
+    added: Vec<String>,
+}
+
+fn patch_check_view(value: Option<&serde_json::Value>) -> Option<PatchCheckView> {
+    let check: longtx_core::patch_check::PatchCheck =
+        serde_json::from_value(value?.clone()).ok()?;
+    let lines = |calls: &[longtx_core::patch_check::CheckedCall]| -> Vec<String> {
+        calls
+            .iter()
+            .map(|c| format!("{} at {}:{}: {}", c.kind, c.path, c.line, c.code))
+            .collect()
+    };
+    Some(PatchCheckView {
+        leaves_slow_work: check.leaves_slow_work(),
+        held_before: check.held_before,
+        still_held: lines(&check.still_held),
+        added: lines(&check.added),
+    })
 }

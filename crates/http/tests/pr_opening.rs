@@ -480,3 +480,94 @@ async fn a_second_pr_from_the_jobs_branch_by_someone_else_changes_nothing() {
     );
     assert!(t.github.closed_pulls().is_empty());
 }
+
+const USERS_CONTROLLER: &str = "class Admin::UsersController < ApplicationController
+  def update
+    @user = User.find(params[:id])
+    User.transaction do
+      @user.update!(params[:user])
+      Net::HTTP.post(URI('https://crm.example/sync'), @user.to_json)
+    end
+  end
+end
+";
+
+#[tokio::test]
+async fn longtx_scans_the_patch_before_the_pr_and_says_what_it_left_and_added() {
+    let mut repo = repository_owned_by_alice("patch-scan");
+    repo.commit(
+        &[(
+            "app/controllers/admin/users_controller.rb",
+            USERS_CONTROLLER,
+        )],
+        "Alice",
+        "alice@example.com",
+        20,
+    );
+    let t = started(&mut repo).await;
+    let job = t.job_with_agent_running("admin/users#update").await;
+    // The agent says it fixed it, but only added a comment, and sent a
+    // mail inside the transaction besides.
+    let patched = USERS_CONTROLLER.replace(
+        "      Net::HTTP.post",
+        "      UserMailer.updated(@user).deliver_now\n      # after commit now\n      Net::HTTP.post",
+    );
+    let (base, patch) = patch_over(
+        &repo.bare(),
+        "main",
+        &[("app/controllers/admin/users_controller.rb", &patched)],
+    );
+    let run = t.run_of(job);
+    upload_fix_result(
+        &t.github,
+        run,
+        &base,
+        &patch,
+        Some("http-call-inside-transaction"),
+    );
+    t.deliver("workflow_run", "run-1", &run_completed(job, run, "success"))
+        .await;
+    let opened = t.wait_for(job, |j| j.pr_number.is_some()).await;
+
+    let body = t.github.opened_pulls()[0]["body"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        body.contains("- longtx's scan of the patched code:"),
+        "{body}"
+    );
+    assert!(body.contains("**Still inside a transaction**"), "{body}");
+    assert!(
+        body.contains("`app/controllers/admin/users_controller.rb:8`: `Net::HTTP.post("),
+        "the HTTP call, at its line in the patched code: {body}"
+    );
+    assert!(body.contains("**Added by the patch**"), "{body}");
+    assert!(
+        body.contains("`UserMailer.updated(@user).deliver_now`"),
+        "{body}"
+    );
+
+    let check = opened.patch_check.expect("the job keeps the check");
+    assert_eq!(check["held_before"], 1);
+    let still: Vec<&str> = check["still_held"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert!(still.contains(&"an HTTP call"), "{still:?}");
+    assert_eq!(check["added"][0]["kind"], "a mail delivery");
+    let page = t.app.get_text(&format!("/jobs/{job}")).await;
+    assert!(
+        page.contains("the patch leaves slow work inside a transaction the alerted source reaches"),
+        "{page}"
+    );
+    assert!(
+        page.contains(
+            "added: a mail delivery at app&#x2F;controllers&#x2F;admin&#x2F;users_controller.rb:6"
+        ),
+        "{}",
+        page.split("patch-check").nth(1).unwrap_or("")
+    );
+}

@@ -23,6 +23,7 @@ use crate::PreReviewQueue;
 use crate::ReviewQueue;
 use longtx_core::fix_pr::{self, FixFacts, FIX_LABEL};
 use longtx_core::github_events::{PrEvent, ReviewGate};
+use longtx_core::patch_check::PatchCheck;
 use longtx_github::{GitHub, GitHubError, NewPull, PullSummary, RepoName};
 use longtx_store::{Applied, PrFacts, PrOpenClaim, Store};
 use std::sync::Arc;
@@ -187,9 +188,13 @@ impl<G: GitHub> Opener<G> {
         }
         let run = claim.run_url.as_deref().unwrap_or("its run");
         let mut summary = claim.agent_summary.clone();
+        let mut check = claim.patch_check.clone();
         if claim.fix_commit_sha.is_none() {
             match self.commit_result(claim, &base).await? {
-                Ok(said) => summary = Some(said),
+                Ok((said, checked)) => {
+                    summary = Some(said);
+                    check = checked;
+                }
                 Err(why) => return Ok(Found::NoBranch(format!("{why} ({run})"))),
             }
         }
@@ -212,6 +217,7 @@ impl<G: GitHub> Opener<G> {
             pattern: pattern.as_deref(),
             run_url: claim.run_url.as_deref(),
             summary: summary.as_deref(),
+            patch_check: check.as_ref(),
         };
         let new = NewPull {
             title: fix_pr::title(&facts),
@@ -253,14 +259,15 @@ impl<G: GitHub> Opener<G> {
     }
 
     /// Round 0's result becomes longtx's commit on the job's branch: the
-    /// agent's summary, or (inner `Err`) why there is nothing to open a PR
+    /// agent's summary and longtx's scan of the patch, or (inner `Err`) why
+    /// there is nothing to open a PR
     /// from. Transient GitHub and git failures are the outer `Err`, retried
     /// after the lease.
     async fn commit_result(
         &self,
         claim: &PrOpenClaim,
         base_branch: &str,
-    ) -> Result<Result<String, String>, GitHubError> {
+    ) -> Result<Result<(String, Option<PatchCheck>), String>, GitHubError> {
         let (Some(run_id), Some(base)) = (claim.run_id, claim.base_sha.as_deref()) else {
             return Ok(Err(
                 "longtx recorded no run id or base commit for this job's run".to_owned(),
@@ -285,8 +292,8 @@ impl<G: GitHub> Opener<G> {
             &round,
         )
         .await;
-        let (sha, result) = match applied {
-            Ok(ResultOutcome::Committed { sha, result }) => (sha, result),
+        let (sha, result, check) = match applied {
+            Ok(ResultOutcome::Committed { sha, result, check }) => (sha, result, check),
             Ok(ResultOutcome::Unchanged(result)) => {
                 let stopped = if result.stopped_early() {
                     " (its step failed: a turn or budget cap, or an error)"
@@ -322,13 +329,13 @@ impl<G: GitHub> Opener<G> {
         };
         if let Err(e) = self
             .store
-            .record_fix_commit(claim.job_id, &sha, &summary)
+            .record_fix_commit(claim.job_id, &sha, &summary, check.as_ref())
             .await
         {
             // The next attempt finds the commit on the branch and adopts it.
             tracing::warn!(error = %e, "recording the commit failed");
         }
-        Ok(Ok(summary))
+        Ok(Ok((summary, check)))
     }
 
     /// The newest PR longtx itself opened from the branch onto `base`, open

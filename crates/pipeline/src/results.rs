@@ -7,6 +7,7 @@
 
 use longtx_core::agent_run::{FixResult, PATCH_FILE, RESULT_ARTIFACT, RESULT_FILE};
 use longtx_core::fix_pr::{self, is_round_commit};
+use longtx_core::patch_check::PatchCheck;
 use longtx_core::patch_policy::{self, PatchPolicy};
 use longtx_git::patch::Changes;
 use longtx_git::Mirror;
@@ -293,8 +294,13 @@ pub(crate) struct Round<'a> {
 
 /// What a fix run's result came to.
 pub(crate) enum ResultOutcome {
-    /// longtx's commit, made now or found from an earlier attempt.
-    Committed { sha: String, result: FixResult },
+    /// longtx's commit, made now or found from an earlier attempt, with
+    /// longtx's scan of the patch (`None` when it could not run).
+    Committed {
+        sha: String,
+        result: FixResult,
+        check: Option<PatchCheck>,
+    },
     /// The agent changed nothing.
     Unchanged(FixResult),
     /// The patch policy (or the patch itself) refused the patch; why.
@@ -362,6 +368,7 @@ pub(crate) async fn apply_result<G: GitHub>(
             return Ok(ResultOutcome::PatchRefused(why));
         }
     };
+    let check = check_patch(settings, round.base, &changes.tree, round.query_source).await;
     let branch = round.branch;
     if round.create_branch {
         if let Err(e) = github.create_branch(repo, branch, round.base).await {
@@ -388,13 +395,64 @@ pub(crate) async fn apply_result<G: GitHub>(
     {
         Ok(sha) => {
             tracing::info!(commit = %sha, round = round.round, "longtx committed the agent's patch");
-            Ok(ResultOutcome::Committed { sha, result })
+            Ok(ResultOutcome::Committed { sha, result, check })
         }
         Err(GitHubError::Refused {
             status: 409,
             message,
         }) => Ok(ResultOutcome::Unusable(message)),
         Err(e) => permanent(e, "longtx's commit"),
+    }
+}
+
+/// longtx's own scan of the patched tree against the base, both read from
+/// the mirror (where `apply` wrote the patched tree): whether the alerted
+/// source still reaches slow work inside a transaction, and what the patch
+/// added. Run off the async threads with no connection held; a scan that
+/// fails is logged and the patch goes on unchecked.
+async fn check_patch(
+    settings: &ResultSettings,
+    base: &str,
+    tree: &str,
+    query_source: &str,
+) -> Option<PatchCheck> {
+    let (path, base, tree, source) = (
+        settings.mirror.path.clone(),
+        base.to_owned(),
+        tree.to_owned(),
+        query_source.to_owned(),
+    );
+    let checked =
+        tokio::task::spawn_blocking(move || -> Result<PatchCheck, longtx_git::GitError> {
+            let repo = longtx_git::open(&path)?;
+            let before = longtx_git::export::ExportedTree::of(&repo, &base)?;
+            let after = longtx_git::export::ExportedTree::of(&repo, &tree)?;
+            let nothing_ignored = longtx_core::IgnoreList::default();
+            let scan = |dir: &std::path::Path| longtx_scan::scan(dir, None, &nothing_ignored);
+            Ok(longtx_scan::patch_check(
+                &scan(before.path()),
+                &scan(after.path()),
+                &source,
+            ))
+        })
+        .await;
+    match checked {
+        Ok(Ok(check)) => {
+            tracing::info!(
+                still_held = check.still_held.len(),
+                added = check.added.len(),
+                "the patch scanned"
+            );
+            Some(check)
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "scanning the patch failed; it goes on unchecked");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "scanning the patch panicked; it goes on unchecked");
+            None
+        }
     }
 }
 

@@ -150,7 +150,14 @@ impl<G: GitHub> Opener<G> {
         )
         .await?;
         Ok(match applied {
-            ResultOutcome::Committed { sha, .. } => Outcome::Committed(sha),
+            ResultOutcome::Committed { sha, check, .. } => {
+                if let Some(check) = &check {
+                    if let Err(e) = self.store.record_patch_check(target.job_id, check).await {
+                        tracing::warn!(error = %e, "recording the patch's scan failed");
+                    }
+                }
+                Outcome::Committed(sha)
+            }
             ResultOutcome::Unchanged(_) => Outcome::Unchanged,
             ResultOutcome::PatchRefused(why) | ResultOutcome::Unusable(why) => {
                 Outcome::Refused(why)

@@ -190,3 +190,42 @@ fn ignored_everywhere(entries: &[String], ignore: &IgnoreList) -> Option<Silence
         reason: reasons.join("; "),
     })
 }
+
+/// What the scan says of a patch: `before` is the base's scan, `after` the
+/// patched tree's; `source` the alerted `query_source` (compared in its
+/// canonical form, as jobs are).
+pub fn patch_check(
+    before: &Scan,
+    after: &Scan,
+    source: &str,
+) -> longtx_core::patch_check::PatchCheck {
+    use longtx_core::patch_check::{CheckedCall, PatchCheck};
+    let key = longtx_core::query_source::canonical(source);
+    let reached = |f: &&Finding| {
+        f.entries
+            .iter()
+            .any(|e| longtx_core::query_source::canonical(e) == key)
+    };
+    let calls = |findings: Vec<&Finding>| -> Vec<CheckedCall> {
+        findings
+            .into_iter()
+            .flat_map(|f| {
+                f.slow.iter().map(|s| CheckedCall {
+                    kind: f.kind.clone(),
+                    path: s.path.clone(),
+                    line: s.line,
+                    code: s.code.clone(),
+                })
+            })
+            .collect()
+    };
+    let added: Vec<&Finding> = after
+        .active()
+        .filter(|f| !before.findings.iter().any(|b| b.id == f.id))
+        .collect();
+    PatchCheck {
+        held_before: before.active().filter(reached).map(|f| f.slow.len()).sum(),
+        still_held: calls(after.active().filter(reached).collect()),
+        added: calls(added),
+    }
+}

@@ -132,18 +132,35 @@ impl Store {
         job_id: i64,
         sha: &str,
         summary: &str,
+        check: Option<&longtx_core::patch_check::PatchCheck>,
     ) -> Result<bool, StoreError> {
         Ok(sqlx::query(
-            "UPDATE jobs SET fix_commit_sha = $2, agent_summary = $3, updated_at = now() \
+            "UPDATE jobs SET fix_commit_sha = $2, agent_summary = $3, patch_check = $4, updated_at = now() \
              WHERE id = $1 AND state IN ('dispatching', 'agent_running') AND pr_open_state = 'pending'",
         )
         .bind(job_id)
         .bind(sha)
         .bind(summary)
+        .bind(check.map(sqlx::types::Json))
         .execute(self.pool())
         .await?
         .rows_affected()
             == 1)
+    }
+
+    /// longtx's scan of a revision round's patch, once it is committed:
+    /// the job shows the newest.
+    pub async fn record_patch_check(
+        &self,
+        job_id: i64,
+        check: &longtx_core::patch_check::PatchCheck,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE jobs SET patch_check = $2, updated_at = now() WHERE id = $1")
+            .bind(job_id)
+            .bind(sqlx::types::Json(check))
+            .execute(self.pool())
+            .await?;
+        Ok(())
     }
 
     /// Rounds whose run ended well, oldest first.

@@ -59,6 +59,9 @@ pub struct JobRow {
     pub regressed_from: Option<i64>,
     /// Why the dispatcher leaves this queued job to a person.
     pub hold_reason: Option<String>,
+    /// longtx's scan of the newest patch it committed
+    /// (`longtx_core::patch_check::PatchCheck`).
+    pub patch_check: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -91,7 +94,7 @@ pub(crate) const JOB_COLUMNS: &str = "id, query_source, state, state_reason, tab
     pr_number, pr_url, pr_head_sha, reviewers_state, reviewers, \
     wontfix_state, wontfix_by, wontfix_detail, wontfix_commit, pr_opened_at, pre_review_state, pre_review_verdict, \
     recurrence_count, recurrence_max_seconds, first_recurrence_at, last_recurrence_at, verified_at, regressed_at, \
-    regressed_from, hold_reason";
+    regressed_from, hold_reason, patch_check";
 
 impl Store {
     pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>, StoreError> {

@@ -29,6 +29,8 @@ pub struct PrOpenClaim {
     /// Set once longtx made round 0's commit.
     pub fix_commit_sha: Option<String>,
     pub agent_summary: Option<String>,
+    /// longtx's scan of that commit's patch, when it ran.
+    pub patch_check: Option<longtx_core::patch_check::PatchCheck>,
 }
 
 /// Marks a job still waiting for its PR as ready to have it opened.
@@ -62,7 +64,7 @@ impl Store {
                            AND (pr_open_lease_until IS NULL OR pr_open_lease_until < now()) \
                          ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) \
              RETURNING id, query_source, tables, max_duration_seconds, run_url, pr_open_attempts, \
-                 run_id, base_sha, fix_commit_sha, agent_summary, \
+                 run_id, base_sha, fix_commit_sha, agent_summary, patch_check, \
                  (SELECT request->>'ref' FROM dispatches d \
                    WHERE d.job_id = jobs.id AND NOT d.dry_run AND d.request ? 'ref' \
                    ORDER BY d.id DESC LIMIT 1) AS dispatch_ref",
@@ -85,6 +87,13 @@ impl Store {
                 base_sha: r.try_get("base_sha")?,
                 fix_commit_sha: r.try_get("fix_commit_sha")?,
                 agent_summary: r.try_get("agent_summary")?,
+                patch_check: r
+                    .try_get::<Option<sqlx::types::Json<longtx_core::patch_check::PatchCheck>>, _>(
+                        "patch_check",
+                    )
+                    // A value this build cannot read is no check.
+                    .unwrap_or(None)
+                    .map(|j| j.0),
             })
         })
         .transpose()
