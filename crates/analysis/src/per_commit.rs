@@ -27,10 +27,12 @@ pub(super) fn shared<T>(
         }
     }
     let index = Arc::new(build());
-    cache
-        .lock()
-        .unwrap()
-        .insert(repo.to_owned(), (revision, index.clone()));
+    let mut cache = cache.lock().unwrap();
+    // Folders that are gone (the scan's exported trees, removed after each
+    // check of a patch) would otherwise keep their indexes for the life of
+    // the service.
+    cache.retain(|path, _| path.exists());
+    cache.insert(repo.to_owned(), (revision, index.clone()));
     index
 }
 
@@ -50,4 +52,45 @@ fn head_revision(repo: &Path) -> Option<String> {
         let (sha, name) = line.split_once(' ')?;
         (name == reference).then(|| sha.to_owned())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checkout(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("longtx-per-commit-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(dir.join(".git/HEAD"), format!("{name}\n")).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_removed_checkout_leaves_the_cache_at_the_next_build() {
+        static CACHE: Cache<usize> = OnceLock::new();
+        let (gone, kept, next) = (checkout("gone"), checkout("kept"), checkout("next"));
+        shared(&CACHE, &gone, || 1);
+        shared(&CACHE, &kept, || 2);
+        std::fs::remove_dir_all(&gone).unwrap();
+        shared(&CACHE, &next, || 3);
+        let cached: Vec<PathBuf> = CACHE
+            .get()
+            .unwrap()
+            .lock()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert!(!cached.contains(&gone), "{cached:?}");
+        assert!(cached.contains(&kept) && cached.contains(&next));
+        assert_eq!(
+            *shared(&CACHE, &kept, || 99),
+            2,
+            "still built once per commit"
+        );
+        for dir in [kept, next] {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
 }
