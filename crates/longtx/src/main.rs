@@ -125,6 +125,11 @@ enum Command {
         /// Exit 1 when an unsilenced finding is printed.
         #[arg(long)]
         fail_on_findings: bool,
+        /// Only the findings reached from sources a running longtx at this
+        /// URL already has jobs for (read from its API with
+        /// LONGTX_WEBHOOK_TOKEN): the backlog already costing migrations.
+        #[arg(long)]
+        alerting_from: Option<String>,
     },
     /// Print the prompt a job for this source would get, offline (to
     /// preview template and catalogue edits).
@@ -298,6 +303,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             format,
             ignore_list,
             fail_on_findings,
+            alerting_from,
         } => {
             let passed = offline::scan::run(offline::scan::ScanArgs {
                 repo,
@@ -306,6 +312,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 patterns: config.patterns_dir.clone(),
                 ignore_list,
                 fail_on_findings,
+                alerting_from,
             })?;
             if !passed {
                 std::process::exit(1);

@@ -1,6 +1,7 @@
 //! Commands that need no database: linting the catalogue, previewing a
 //! prompt, showing who would review a change.
 
+mod alerting;
 pub mod ignore;
 mod reviewers;
 pub mod scan;

@@ -260,3 +260,43 @@ fn diff_mode_shows_only_what_the_head_adds_and_a_moved_line_is_no_new_finding() 
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--base no-such-branch: not a commit"));
 }
+
+#[tokio::test]
+async fn alerting_from_prints_only_what_sources_with_jobs_reach() {
+    let (repo, _) = app();
+    let service = longtx_testkit::TestApp::spawn().await;
+    let hook = longtx_testkit::payloads::AmWebhook::with(
+        longtx_testkit::payloads::AmAlert::firing("orders#create").value(150.0),
+    );
+    assert_eq!(
+        service
+            .post_json("/webhooks/alertmanager", &hook.to_json())
+            .await
+            .status(),
+        200
+    );
+    let url = service.url("");
+    let path = repo.path.clone();
+    let json = tokio::task::spawn_blocking(move || {
+        let out = Command::new(env!("CARGO_BIN_EXE_longtx"))
+            .args(["scan", "--format", "json", "--repo"])
+            .arg(&path)
+            .args(["--alerting-from", &url])
+            .env_remove("LONGTX_WEBHOOK_TOKEN")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    })
+    .await
+    .unwrap();
+    let all = findings(&json);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!(all[0]["kind"], "a mail delivery");
+    assert_eq!(all[0]["entries"][0], "orders#create");
+    service.shutdown().await;
+}

@@ -22,6 +22,8 @@ pub struct ScanArgs {
     pub patterns: PathBuf,
     pub ignore_list: Option<PathBuf>,
     pub fail_on_findings: bool,
+    /// A running longtx whose sources with jobs select the findings.
+    pub alerting_from: Option<String>,
 }
 
 /// Runs the scan and prints it; `Ok(false)` when `--fail-on-findings` was
@@ -49,6 +51,19 @@ pub fn run(args: ScanArgs) -> anyhow::Result<bool> {
             })?;
             let before = longtx_scan::scan(tree.path(), catalogue.as_ref(), &ignore);
             head.new_since(&before)
+        }
+    };
+    let scan = match &args.alerting_from {
+        None => scan,
+        Some(url) => {
+            let alerting = super::alerting::alerting_sources(url)?;
+            let mut scan = scan;
+            scan.findings.retain(|f| {
+                f.entries
+                    .iter()
+                    .any(|e| alerting.contains(&longtx_core::query_source::canonical(e)))
+            });
+            scan
         }
     };
     match args.format {
