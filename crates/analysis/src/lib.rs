@@ -21,8 +21,8 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 pub use context::{
-    code_context, has_slow_work, CallRef, CallbackRef, CodeContext, ModelRef, Site, SlowCall,
-    MAX_SITES,
+    camelize, code_context, has_slow_work, CallRef, CallbackRef, CodeContext, ModelRef, Site,
+    SlowCall, MAX_SITES,
 };
 
 /// One place in the code the transaction may come from.

@@ -54,16 +54,21 @@ impl CorpusRun {
 
     /// Every `*.yaml` of the corpus folder, parsed, in name order.
     /// The corpus given, or both halves: the one the rules were tuned on
-    /// and the held-out one (labelled blind), with the names benches print.
-    pub fn halves(&self) -> Vec<(&'static str, PathBuf)> {
+    /// and the held-out one (labelled blind), each as a run of its own with
+    /// the name benches print.
+    pub fn halves(&self) -> Vec<(&'static str, CorpusRun)> {
+        let half = |corpus: PathBuf| CorpusRun {
+            corpus,
+            ..self.clone()
+        };
         if self.corpus_given {
-            vec![("all", self.corpus.clone())]
+            vec![("all", self.clone())]
         } else {
             vec![
-                ("tuned on (corpus/real-fixes)", self.corpus.clone()),
+                ("tuned on (corpus/real-fixes)", half(self.corpus.clone())),
                 (
                     "HELD OUT (corpus/real-fixes-heldout)",
-                    self.root.join("corpus/real-fixes-heldout"),
+                    half(self.root.join("corpus/real-fixes-heldout")),
                 ),
             ]
         }

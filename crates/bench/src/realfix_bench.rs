@@ -253,12 +253,8 @@ fn main() -> anyhow::Result<()> {
     let run = corpus_run::CorpusRun::from_args("corpus/real-fixes")?;
     let halves = run.halves();
     let mut totals = Vec::new();
-    for (name, folder) in halves {
+    for (name, half) in halves {
         println!("== {name}");
-        let half = corpus_run::CorpusRun {
-            corpus: folder,
-            ..run.clone()
-        };
         totals.push((name, measure_half(&half)?));
     }
     println!("==");

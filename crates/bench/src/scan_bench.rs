@@ -66,12 +66,8 @@ fn main() -> anyhow::Result<()> {
     let halves = run.halves();
     let catalogue = longtx_catalog::Catalogue::load(&run.root.join("patterns"))?;
     let mut totals = Vec::new();
-    for (name, folder) in halves {
+    for (name, half) in halves {
         println!("== {name}");
-        let half = corpus_run::CorpusRun {
-            corpus: folder,
-            ..run.clone()
-        };
         let mut tally = Tally::default();
         for corpus in half.files::<RealFixFile>()? {
             let Some(dir) = half.checkout_of(&corpus.repository) else {

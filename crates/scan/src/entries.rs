@@ -101,21 +101,8 @@ fn worker_class(relative: &str) -> Option<String> {
             .map(|(_, inside)| inside)
     })?;
     let path = inside.strip_suffix(".rb")?;
-    let class: Vec<String> = path.split('/').map(camelize).collect();
+    let class: Vec<String> = path.split('/').map(longtx_analysis::camelize).collect();
     (!class.is_empty()).then(|| class.join("::"))
-}
-
-fn camelize(segment: &str) -> String {
-    segment
-        .split('_')
-        .map(|part| {
-            let mut chars = part.chars();
-            match chars.next() {
-                Some(first) => first.to_ascii_uppercase().to_string() + chars.as_str(),
-                None => String::new(),
-            }
-        })
-        .collect()
 }
 
 /// The methods a controller declares before `private` or `protected`:

@@ -116,8 +116,15 @@ fn findings_of(repo: &Path, catalogue: Option<&Catalogue>, source: &str) -> Vec<
     let mut out = Vec::new();
     for (i, site) in context.sites.iter().enumerate() {
         let owned = |path: &str, line: usize| owners.get(&(path.to_owned(), line)) == Some(&i);
-        for mut finding in finding::of_site(repo, site, &owned) {
-            finding.pattern = catalogue.and_then(|c| pattern_for(c, site));
+        let findings = finding::of_site(repo, site, &owned);
+        // One ranking per site, shared by its kinds of slow call.
+        let pattern = if findings.is_empty() {
+            None
+        } else {
+            catalogue.and_then(|c| pattern_for(c, site))
+        };
+        for mut finding in findings {
+            finding.pattern = pattern.clone();
             out.push((source.to_owned(), finding));
         }
     }

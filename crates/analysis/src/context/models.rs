@@ -112,7 +112,8 @@ fn singularize(table: &str) -> String {
     format!("{head}{single}")
 }
 
-pub(super) fn camelize(name: &str) -> String {
+/// `order_items` -> `OrderItems`: a file or table name as a constant.
+pub fn camelize(name: &str) -> String {
     name.split('_')
         .map(|part| {
             let mut chars = part.chars();
