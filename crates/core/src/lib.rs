@@ -24,6 +24,7 @@ pub mod observation;
 pub mod patch_check;
 pub mod patch_policy;
 pub mod policy;
+pub mod pr_check;
 pub mod pre_review;
 pub mod query_logs;
 pub mod query_source;

@@ -81,7 +81,7 @@ fn listed(calls: &[CheckedCall]) -> Vec<String> {
 }
 
 /// Backticks would end the span early, and `<!--` would hide the rest.
-fn code_span(text: &str) -> String {
+pub fn code_span(text: &str) -> String {
     let text: String = crate::text::one_line(text).chars().take(160).collect();
     format!("`{}`", text.replace('`', "'").replace("<!--", "< !--"))
 }

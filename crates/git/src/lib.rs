@@ -19,7 +19,7 @@ pub mod wontfix;
 
 pub use gather::{merge_people, ChangedFile, Gathered, HistoryPerson};
 pub use history::{file_history, FileHistory, HistoryOptions};
-pub use mirror::{Mirror, Pushed};
+pub use mirror::{pull_ref, Mirror, Pushed};
 
 use longtx_core::codeowners::{Codeowners, LOCATIONS};
 use std::path::Path;
@@ -62,6 +62,25 @@ fn skip_rehashing_objects() {
 /// The commit a revision (`HEAD`, `refs/heads/main`, a sha) names.
 pub fn commit_at<'r>(repo: &'r git2::Repository, rev: &str) -> Result<git2::Commit<'r>, GitError> {
     Ok(repo.revparse_single(rev)?.peel_to_commit()?)
+}
+
+/// What a pull request's change is measured from: the merge base of its
+/// `head` and `base` commits, so what the base branch gained meanwhile is
+/// not counted as the PR's. `None` when `head` is not in the repository
+/// (the PR moved on and the commit was never fetched).
+pub fn merge_base(
+    repo: &git2::Repository,
+    head: &str,
+    base: &str,
+) -> Result<Option<String>, GitError> {
+    let Ok(head) = git2::Oid::from_str(head) else {
+        return Ok(None);
+    };
+    if repo.find_commit(head).is_err() {
+        return Ok(None);
+    }
+    let base = commit_at(repo, base)?.id();
+    Ok(Some(repo.merge_base(head, base)?.to_string()))
 }
 
 /// A file's text as of a commit; `None` when the file is not there.

@@ -30,6 +30,35 @@ impl Mirror {
                 "{branch:?} is not a branch name"
             )));
         }
+        let refspec = format!("+refs/heads/{branch}:refs/heads/{branch}");
+        self.fetch_refspecs(&[&refspec], token, timeout).await
+    }
+
+    /// Fetches pull request `number`'s head into `refs/longtx/pulls/<n>`
+    /// and its base branch, in one `git fetch`. GitHub keeps
+    /// `refs/pull/<n>/head` in the base repository for every PR, one from a
+    /// fork included, so a stranger's PR needs no access to the fork.
+    pub async fn fetch_pull(
+        &self,
+        number: u64,
+        base: &str,
+        token: Option<&str>,
+        timeout: Duration,
+    ) -> Result<(), GitError> {
+        if !is_safe_ref(base) {
+            return Err(GitError::Invalid(format!("{base:?} is not a branch name")));
+        }
+        let head = format!("+refs/pull/{number}/head:{}", pull_ref(number));
+        let base = format!("+refs/heads/{base}:refs/heads/{base}");
+        self.fetch_refspecs(&[&head, &base], token, timeout).await
+    }
+
+    async fn fetch_refspecs(
+        &self,
+        refspecs: &[&str],
+        token: Option<&str>,
+        timeout: Duration,
+    ) -> Result<(), GitError> {
         if self.url.starts_with('-') {
             return Err(GitError::Invalid("the clone URL starts with '-'".into()));
         }
@@ -39,13 +68,9 @@ impl Mirror {
             self.run(&["init", "--bare", "--quiet"], None, timeout)
                 .await?;
         }
-        let refspec = format!("+refs/heads/{branch}:refs/heads/{branch}");
-        self.run(
-            &["fetch", "--quiet", "--no-tags", &self.url, &refspec],
-            token,
-            timeout,
-        )
-        .await
+        let mut args = vec!["fetch", "--quiet", "--no-tags", &self.url];
+        args.extend_from_slice(refspecs);
+        self.run(&args, token, timeout).await
     }
 
     /// Fetches several branches in one go (see [`Mirror::fetch`]).
@@ -161,6 +186,11 @@ pub enum Pushed {
     Done,
     /// The branch moved since it was fetched; git's words.
     Stale(String),
+}
+
+/// Where [`Mirror::fetch_pull`] keeps a PR's head.
+pub fn pull_ref(number: u64) -> String {
+    format!("refs/longtx/pulls/{number}")
 }
 
 /// Branch names longtx passes to git: no option-like or odd characters.

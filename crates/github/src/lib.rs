@@ -221,6 +221,27 @@ pub struct NewPull {
     pub base: String,
 }
 
+/// A check run already on a commit, as far as longtx tells its own apart
+/// (`GET .../commits/{ref}/check-runs`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct CheckRunSummary {
+    pub id: u64,
+    #[serde(default)]
+    pub external_id: Option<String>,
+    /// `queued`, `in_progress` or `completed`.
+    pub status: String,
+}
+
+/// A completed check run longtx posts on a PR's head commit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NewCheckRun {
+    pub head_sha: String,
+    /// Ties the run to longtx's request, so a retry finds it.
+    pub external_id: String,
+    pub details_url: Option<String>,
+    pub report: longtx_core::pr_check::CheckReport,
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GitHubError {
     /// 403/429 with a rate-limit signal: wait this long, then retry.
@@ -491,6 +512,23 @@ pub trait GitHub: Send + Sync + 'static {
 
     /// A token `git fetch` can use for the mirror.
     fn git_token(&self) -> impl Future<Output = Result<Option<String>, GitHubError>> + Send;
+
+    /// The check runs named `name` on commit `sha` (only a GitHub App can
+    /// create them; anyone with read access can list them).
+    fn check_runs(
+        &self,
+        repo: &RepoName,
+        sha: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Vec<CheckRunSummary>, GitHubError>> + Send;
+
+    /// Creates a completed check run, its annotations included; returns
+    /// its id.
+    fn create_check_run(
+        &self,
+        repo: &RepoName,
+        check: &NewCheckRun,
+    ) -> impl Future<Output = Result<u64, GitHubError>> + Send;
 }
 
 /// The run name the workflow template sets; how a run is found by job.

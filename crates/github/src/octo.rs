@@ -5,8 +5,9 @@
 
 use crate::retry::rate_limit_wait;
 use crate::{
-    Artifact, Comment, CommitSummary, Comparison, Dispatch, GitHub, GitHubError, NewCommit,
-    NewPull, PullFile, PullSummary, RepoName, ReviewComment, Run, MAX_PAGES, PER_PAGE,
+    Artifact, CheckRunSummary, Comment, CommitSummary, Comparison, Dispatch, GitHub, GitHubError,
+    NewCheckRun, NewCommit, NewPull, PullFile, PullSummary, RepoName, ReviewComment, Run,
+    MAX_PAGES, PER_PAGE,
 };
 use serde::de::DeserializeOwned;
 use std::time::Duration;
@@ -853,6 +854,61 @@ impl GitHub for OctocrabGitHub {
                 Ok(Some(token.expose_secret().to_owned()))
             }
         }
+    }
+
+    async fn check_runs(
+        &self,
+        repo: &RepoName,
+        sha: &str,
+        name: &str,
+    ) -> Result<Vec<CheckRunSummary>, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct Listed {
+            check_runs: Vec<CheckRunSummary>,
+        }
+        // `filter=all`: every run of that name, not only the latest, so a
+        // run an earlier attempt made is found even behind a newer one.
+        let path = format!(
+            "/repos/{repo}/commits/{}/check-runs?check_name={}&filter=all&per_page={PER_PAGE}",
+            query_escape(sha),
+            query_escape(name)
+        );
+        let (_, text) = self.send("GET", &path, None).await?;
+        Ok(parse::<Listed>(&text)?.check_runs)
+    }
+
+    async fn create_check_run(
+        &self,
+        repo: &RepoName,
+        check: &NewCheckRun,
+    ) -> Result<u64, GitHubError> {
+        #[derive(serde::Deserialize)]
+        struct Created {
+            id: u64,
+        }
+        let report = &check.report;
+        let mut body = serde_json::json!({
+            "name": longtx_core::pr_check::CHECK_NAME,
+            "head_sha": check.head_sha,
+            "external_id": check.external_id,
+            "status": "completed",
+            "conclusion": report.conclusion.as_str(),
+            "output": {
+                "title": report.title,
+                "summary": report.summary,
+                "annotations": report.annotations,
+            },
+        });
+        if !report.text.is_empty() {
+            body["output"]["text"] = serde_json::json!(report.text);
+        }
+        if let Some(url) = &check.details_url {
+            body["details_url"] = serde_json::json!(url);
+        }
+        let (_, text) = self
+            .send("POST", &format!("/repos/{repo}/check-runs"), Some(&body))
+            .await?;
+        Ok(parse::<Created>(&text)?.id)
     }
 }
 

@@ -123,6 +123,20 @@ pub async fn queue(
     })))
 }
 
+/// The newest "long transactions" PR checks: which head commits were
+/// checked, how they concluded, and why one was given up.
+pub async fn pr_checks(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    state.auth.check(&headers)?;
+    let checks = state.store.recent_pr_checks(100).await?;
+    Ok(Json(serde_json::json!({
+        "enabled": state.pr_checks.is_some(),
+        "checks": checks,
+    })))
+}
+
 /// The job's prompt as markdown, with what it was made from in headers.
 /// 409 while it is not rendered yet, or when rendering failed (the detail
 /// says why: a broken template or catalogue never takes the service down).

@@ -138,6 +138,67 @@ pub async fn job(
     }
 }
 
+/// `GET /patterns/{id}`: one pattern of the catalogue as its Markdown
+/// source, where the PR check's annotations link. Only ids the catalogue
+/// has are served, so a path never reaches the file system.
+pub async fn pattern(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    if let Some(refused) = refusal(&state, &headers) {
+        return refused;
+    }
+    let Some(dir) = state.patterns_dir.clone() else {
+        return page_error(
+            &state,
+            StatusCode::NOT_FOUND,
+            "Not found",
+            "No catalogue is served here.",
+        );
+    };
+    let loaded = tokio::task::spawn_blocking(move || longtx_catalog::Catalogue::load(&dir)).await;
+    let catalogue = match loaded {
+        Ok(Ok(catalogue)) => catalogue,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "the catalogue did not load for a pattern page");
+            return page_error(
+                &state,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Unavailable",
+                "The pattern catalogue does not load; `longtx patterns lint` says why.",
+            );
+        }
+        Err(_) => {
+            return page_error(
+                &state,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Error",
+                "Reading the catalogue failed.",
+            )
+        }
+    };
+    match catalogue.patterns.iter().find(|p| p.id() == id) {
+        Some(p) => match std::fs::read_to_string(&p.path) {
+            Ok(text) => {
+                ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+            }
+            Err(_) => page_error(
+                &state,
+                StatusCode::NOT_FOUND,
+                "Not found",
+                "That pattern is gone.",
+            ),
+        },
+        None => page_error(
+            &state,
+            StatusCode::NOT_FOUND,
+            "Not found",
+            "The catalogue has no such pattern.",
+        ),
+    }
+}
+
 fn settings(state: &AppState) -> PageSettings {
     PageSettings {
         threshold_seconds: state.policy.threshold_seconds,

@@ -301,8 +301,21 @@ async fn pull_request(
         event: "pull_request",
         action: Some(&event.action),
     };
+    let checked = request_check(state, webhook, &event).await?;
     let installation = state.store.installation().await?;
     let job_id = match correlate(pr, &webhook.repo, &installation) {
+        Correlation::NotOurs if checked => {
+            return Ok(answer(
+                StatusCode::ACCEPTED,
+                "pull_request",
+                "check_requested",
+                None,
+                format!(
+                    "not a longtx PR; its head {} is checked for long transactions",
+                    pr.head.sha
+                ),
+            ));
+        }
         Correlation::NotOurs => {
             return Ok(answer(
                 StatusCode::ACCEPTED,
@@ -372,6 +385,44 @@ async fn pull_request(
         _ => {}
     }
     Ok(respond(state, "pull_request", job_id, applied))
+}
+
+/// Asks for the "long transactions" check of a PR's new head, any PR of
+/// the target repository (longtx's own too). True when this delivery asked
+/// for it now; a redelivery, or a head asked for already, asks nothing.
+async fn request_check(
+    state: &AppState,
+    webhook: &GitHubWebhook,
+    event: &PullRequestEvent,
+) -> Result<bool, ApiError> {
+    let Some(checks) = &state.pr_checks else {
+        return Ok(false);
+    };
+    let pr = &event.pull_request;
+    let ours = event
+        .repository
+        .full_name
+        .eq_ignore_ascii_case(&webhook.repo);
+    if !ours || !longtx_core::pr_check::action_wants_check(&event.action) {
+        return Ok(false);
+    }
+    let is_sha = |s: &str| s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if !is_sha(&pr.head.sha) || !is_sha(&pr.base.sha) {
+        tracing::warn!(
+            pr = pr.number,
+            "a PR event without commit ids; no check asked"
+        );
+        return Ok(false);
+    }
+    let asked = state
+        .store
+        .request_pr_check(pr.number, &pr.head.sha, &pr.base.git_ref, &pr.base.sha)
+        .await?;
+    if asked {
+        tracing::info!(pr = pr.number, head = %pr.head.sha, "PR check requested");
+        checks.poke();
+    }
+    Ok(asked)
 }
 
 /// A run's end counts only when the run is the one longtx dispatched: its

@@ -4,8 +4,8 @@ use longtx_core::pre_review::PreReviewMode;
 use longtx_core::{IgnoreList, IntakePolicy};
 use longtx_dashboard::Pages;
 use longtx_pipeline::{
-    LiveIgnoreList, PrOpenQueue, PreReviewQueue, PromptQueue, RequestQueue, ReviewQueue,
-    WontfixQueue,
+    LiveIgnoreList, PrCheckQueue, PrOpenQueue, PreReviewQueue, PromptQueue, RequestQueue,
+    ReviewQueue, WontfixQueue,
 };
 use longtx_store::Store;
 use std::sync::Arc;
@@ -33,6 +33,12 @@ pub struct AppState {
     pub pre_reviews: Option<PreReviewQueue>,
     /// Woken when an agent run ended well and its PR is to be opened.
     pub pr_opener: Option<PrOpenQueue>,
+    /// Woken when a PR's new head asks for the "long transactions" check;
+    /// `None` when PR checks are off.
+    pub pr_checks: Option<PrCheckQueue>,
+    /// The catalogue `/patterns/{id}` serves (the PR check links there);
+    /// `None`: no pattern pages.
+    pub patterns_dir: Option<std::path::PathBuf>,
     /// How verdicts are applied; `Off` when no pre-review runs.
     pub pre_review_mode: PreReviewMode,
     /// `LONGTX_MAX_REVISIONS`.
@@ -82,6 +88,8 @@ impl AppState {
             extra_gauges: None,
             pre_reviews: None,
             pr_opener: None,
+            pr_checks: None,
+            patterns_dir: None,
             pre_review_mode: PreReviewMode::Off,
             max_revisions: longtx_core::revision::DEFAULT_MAX_REVISIONS,
             requests: None,
@@ -134,6 +142,16 @@ impl AppState {
 
     pub fn with_reviews(mut self, queue: ReviewQueue) -> Self {
         self.reviews = Some(queue);
+        self
+    }
+
+    pub fn with_patterns_dir(mut self, dir: std::path::PathBuf) -> Self {
+        self.patterns_dir = Some(dir);
+        self
+    }
+
+    pub fn with_pr_checks(mut self, queue: PrCheckQueue) -> Self {
+        self.pr_checks = Some(queue);
         self
     }
 

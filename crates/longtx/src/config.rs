@@ -63,6 +63,7 @@ struct FileConfig {
     wontfix_label: Option<String>,
     pre_review: Option<String>,
     pre_review_workflow: Option<String>,
+    pr_check: Option<String>,
 }
 
 #[derive(Clone)]
@@ -505,6 +506,7 @@ impl Config {
                 wontfix_label: file.wontfix_label,
                 pre_review: file.pre_review,
                 pre_review_workflow: file.pre_review_workflow,
+                pr_check: file.pr_check,
             },
             github.repo.as_deref(),
         )?;

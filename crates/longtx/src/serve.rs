@@ -51,7 +51,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     )
     .with_prompts(prompts)
     .with_dashboard_token(config.dashboard_token.clone())
-    .with_public_url(&config.github.public_url);
+    .with_public_url(&config.github.public_url)
+    .with_patterns_dir(config.patterns_dir.clone());
     let state = match &config.collect_dsn {
         Some(dsn) => {
             let collector = longtx_collector::Collector::spawn(longtx_collector::Settings {
@@ -278,9 +279,45 @@ async fn start_dispatcher(
         state = state
             .with_requests(requests)
             .with_max_revisions(config.reviews.max_revisions);
+        state = start_pr_checks(config, &settings.repo, store, state, github)?;
     }
     longtx_pipeline::spawn_dispatcher_with(store.clone(), settings, github, finder);
     Ok(state)
+}
+
+/// The "long transactions" check on every PR: only a GitHub App may post
+/// check runs (GitHub's "REST API endpoints for check runs"), and only a
+/// webhook tells longtx about new heads, so it runs with both or not at all.
+fn start_pr_checks(
+    config: &Config,
+    repo: &longtx_github::RepoName,
+    store: &longtx_store::Store,
+    state: AppState,
+    github: &Arc<longtx_github::OctocrabGitHub>,
+) -> anyhow::Result<AppState> {
+    let mode = config.reviews.pr_check;
+    let is_app = matches!(
+        config.github.credentials,
+        Some(longtx_github::Credentials::App { .. })
+    );
+    if !mode.is_on() {
+        return Ok(state);
+    }
+    if !is_app || state.github_webhook.is_none() {
+        tracing::info!(
+            "PR checks are off: they need a GitHub App (a token cannot post check runs) and LONGTX_GITHUB_WEBHOOK_SECRET; the scan workflow template covers PRs without them"
+        );
+        return Ok(state);
+    }
+    let public_url = Some(config.github.public_url.clone());
+    let queue = longtx_pipeline::spawn_pr_checker(
+        store.clone(),
+        worker_settings::pr_checks(config, repo, public_url)?,
+        github.clone(),
+        state.live_ignore_list(),
+    );
+    tracing::info!(%mode, "PR checks on: every PR's new head gets a \"long transactions\" check run");
+    Ok(state.with_pr_checks(queue))
 }
 
 pub(crate) fn load_ignore_list(path: &Path) -> anyhow::Result<IgnoreList> {

@@ -101,6 +101,35 @@ pub fn results(
     })
 }
 
+/// The PR checker fetches PR heads into a mirror of its own.
+pub fn pr_checks(
+    config: &Config,
+    repo: &longtx_github::RepoName,
+    public_url: Option<String>,
+) -> anyhow::Result<longtx_pipeline::PrCheckSettings> {
+    let url = config
+        .reviews
+        .git_url
+        .clone()
+        .context("LONGTX_GIT_URL is unset and there is no LONGTX_GITHUB_REPO")?;
+    Ok(longtx_pipeline::PrCheckSettings {
+        repo: repo.clone(),
+        mirror: longtx_git::Mirror {
+            path: config
+                .data_dir
+                .join("mirror")
+                .join(format!("{}__{}-checks.git", repo.owner, repo.name)),
+            url,
+        },
+        mode: config.reviews.pr_check,
+        patterns_dir: config.patterns_dir.clone(),
+        public_url,
+        lease: Duration::from_secs(300),
+        idle_poll: Duration::from_secs(5),
+        fetch_timeout: Duration::from_secs(600),
+    })
+}
+
 /// `LONGTX_IGNORE_LIST` names the file both locally (read at start) and in
 /// the target repository, so it must be a relative path there.
 fn ignore_list_path_in_repo(path: &std::path::Path) -> anyhow::Result<String> {

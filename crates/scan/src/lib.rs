@@ -8,6 +8,7 @@
 //! a slow call's line, or when the ignore list covers every source that
 //! reaches it. Pure: reads the checkout's files, nothing else.
 
+pub mod check_run;
 mod confidence;
 mod entries;
 mod finding;
@@ -15,7 +16,7 @@ pub mod sarif;
 pub mod text;
 
 pub use entries::entry_points;
-pub use finding::{Finding, Silenced, SlowLine};
+pub use finding::{Finding, PatternRef, Silenced, SlowLine};
 
 use longtx_analysis::{code_context, locate, Site};
 use longtx_catalog::{rank, Catalogue, Evidence};

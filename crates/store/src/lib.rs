@@ -15,6 +15,7 @@ mod intake;
 mod jobs;
 mod observations;
 mod pool;
+mod pr_checks;
 mod pr_open;
 mod pre_review;
 mod prompts;
@@ -37,6 +38,7 @@ pub use dispatch::{
 pub use intake::{IntakeAction, IntakeRecord, RecordedOutcome};
 pub use jobs::{AlertEventRow, JobFilter, JobRow, RegressionFacts};
 pub use pool::{PoolSettings, PoolStats, Store};
+pub use pr_checks::{PrCheckClaim, PrCheckEnd, PrCheckRow};
 pub use pr_open::PrOpenClaim;
 pub use pre_review::{CloseClaim, PreReviewClaim, VerdictApplied};
 pub use prompts::StoredPrompt;

@@ -40,6 +40,10 @@ pub struct TestAppBuilder {
         longtx_pipeline::PrOpenSettings,
         longtx_github::OctocrabGitHub,
     )>,
+    pr_checks: Option<(
+        longtx_pipeline::PrCheckSettings,
+        longtx_github::OctocrabGitHub,
+    )>,
     server_limits: longtx_http::ServerLimits,
     requests: Option<(
         longtx_pipeline::RequestSettings,
@@ -128,6 +132,16 @@ impl TestAppBuilder {
     /// The server's timeouts and connection cap (the service's by default).
     pub fn server_limits(mut self, limits: longtx_http::ServerLimits) -> Self {
         self.server_limits = limits;
+        self
+    }
+
+    /// Run the PR checker, as `longtx serve` does with a GitHub App.
+    pub fn pr_checks(
+        mut self,
+        settings: longtx_pipeline::PrCheckSettings,
+        github: longtx_github::OctocrabGitHub,
+    ) -> Self {
+        self.pr_checks = Some((settings, github));
         self
     }
 
@@ -290,6 +304,15 @@ impl TestAppBuilder {
             );
             state = state.with_pr_opener(queue);
         }
+        if let Some((settings, github)) = self.pr_checks {
+            let live = state.live_ignore_list();
+            state = state.with_pr_checks(longtx_pipeline::spawn_pr_checker(
+                store.clone(),
+                settings,
+                std::sync::Arc::new(github),
+                live,
+            ));
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("binding a loopback port");
@@ -352,6 +375,7 @@ impl TestApp {
             reviewer: None,
             wontfix: None,
             pr_opener: None,
+            pr_checks: None,
             server_limits: longtx_http::ServerLimits::default(),
         }
     }

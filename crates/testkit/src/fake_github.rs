@@ -74,7 +74,7 @@ pub fn full_app_permissions() -> serde_json::Map<String, Value> {
         "contents": "write",
         "pull_requests": "write",
         "issues": "write",
-        "checks": "read",
+        "checks": "write",
         "members": "read",
         "metadata": "read",
         "secrets": "read",

@@ -25,6 +25,7 @@ pub struct PrEventBuilder {
     base_repo: String,
     base_ref: String,
     head_sha: String,
+    base_sha: String,
     author: String,
     merged: bool,
     label: Option<String>,
@@ -47,11 +48,28 @@ impl PrEventBuilder {
             base_repo: TARGET_REPO.into(),
             base_ref: "main".into(),
             head_sha: "a".repeat(40),
+            base_sha: "b".repeat(40),
             author: "github-actions[bot]".into(),
             merged: false,
             label: None,
             sender: "github-actions[bot]".into(),
         }
+    }
+
+    /// `opened` for a PR a person opened from `branch` of the target
+    /// repository: no longtx branch, no marker.
+    pub fn a_persons_pr(number: u64, branch: &str, author: &str) -> Self {
+        let mut event = PrEventBuilder::opened(0, number)
+            .branch(branch)
+            .body("Adds the order confirmation.")
+            .author(author);
+        event.sender = author.into();
+        event
+    }
+
+    pub fn base_sha(mut self, sha: &str) -> Self {
+        self.base_sha = sha.into();
+        self
     }
 
     pub fn action(mut self, action: &str) -> Self {
@@ -115,7 +133,7 @@ impl PrEventBuilder {
                 "title": "Shorten the transaction",
                 "body": self.body,
                 "merged": self.merged,
-                "user": {"login": self.author, "type": "Bot"},
+                "user": {"login": self.author, "type": if self.author.ends_with("[bot]") { "Bot" } else { "User" }},
                 "head": {
                     "ref": self.branch,
                     "sha": self.head_sha,
@@ -123,7 +141,7 @@ impl PrEventBuilder {
                 },
                 "base": {
                     "ref": self.base_ref,
-                    "sha": "b".repeat(40),
+                    "sha": self.base_sha,
                     "repo": {"full_name": self.base_repo},
                 },
             },

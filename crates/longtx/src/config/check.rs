@@ -209,6 +209,7 @@ pub fn shown(c: &Config) -> Vec<Shown> {
         ("LONGTX_PRE_REVIEW_WORKFLOW", r.pre_review_workflow.clone()),
         ("LONGTX_PRE_REVIEW_TIMEOUT", duration(r.pre_review_timeout)),
         ("LONGTX_MAX_REVISIONS", r.max_revisions.to_string()),
+        ("LONGTX_PR_CHECK", r.pr_check.to_string()),
         (
             "LONGTX_AUTHOR_LOGINS",
             format!("{} email(s) mapped", r.author_logins.len()),

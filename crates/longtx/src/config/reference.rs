@@ -318,6 +318,12 @@ pub const SETTINGS: &[Setting] = &[
         meaning: "`on`: a new fix PR waits in `pre_review` for the AI pre-review; a revise starts a revision round, a reject (or a revise after the last round) closes it; `advisory`: the verdict is recorded, people are asked either way; `off`: people at once.",
     },
     Setting {
+        file_key: "`pr_check`",
+        env: "`LONGTX_PR_CHECK`",
+        default: "`neutral`",
+        meaning: "The \"long transactions\" check run on every PR's head commit (needs a GitHub App with Checks: write and the webhook secret): `neutral` shows what the PR adds without blocking, `failure` fails the check when it adds slow work inside a transaction, `off`.",
+    },
+    Setting {
         file_key: "`pre_review_workflow`",
         env: "`LONGTX_PRE_REVIEW_WORKFLOW`",
         default: "`long-transaction-pre-review.yml`",

@@ -33,6 +33,9 @@ pub struct ReviewConfig {
     /// `LONGTX_MAX_REVISIONS`: revision rounds on one PR, counted apart for
     /// the pre-review's and for people's (default 2; 0 turns rounds off).
     pub max_revisions: u32,
+    /// `LONGTX_PR_CHECK`: the "long transactions" check on every PR
+    /// (neutral, failure or off; it needs a GitHub App).
+    pub pr_check: longtx_core::pr_check::PrCheckMode,
 }
 
 impl fmt::Debug for ReviewConfig {
@@ -53,6 +56,7 @@ impl fmt::Debug for ReviewConfig {
             .field("pre_review_workflow", &self.pre_review_workflow)
             .field("pre_review_timeout", &self.pre_review_timeout)
             .field("max_revisions", &self.max_revisions)
+            .field("pr_check", &self.pr_check)
             .finish()
     }
 }
@@ -85,6 +89,7 @@ pub(super) struct FileReview {
     pub wontfix_label: Option<String>,
     pub pre_review: Option<String>,
     pub pre_review_workflow: Option<String>,
+    pub pr_check: Option<String>,
 }
 
 pub(super) fn load(
@@ -179,7 +184,13 @@ pub(super) fn load(
             .filter(|n| *n <= 10)
             .ok_or_else(|| invalid("LONGTX_MAX_REVISIONS", "a whole number from 0 to 10"))?,
     };
+    let pr_check = var("LONGTX_PR_CHECK")
+        .or(file.pr_check)
+        .map(|v| v.parse().map_err(|e: String| invalid("LONGTX_PR_CHECK", e)))
+        .transpose()?
+        .unwrap_or_default();
     Ok(ReviewConfig {
+        pr_check,
         pre_review_timeout,
         max_revisions,
         wontfix_label,
@@ -250,6 +261,7 @@ mod tests {
             wontfix_label: None,
             pre_review: None,
             pre_review_workflow: None,
+            pr_check: None,
         };
         load(
             &|k| map.get(k).map(|v| v.to_string()),

@@ -11,7 +11,7 @@ use std::time::Duration;
 pub const WEBHOOK_EVENTS: [(&str, &str); 4] = [
     (
         "pull_request",
-        "PR opened, pushed, closed, labelled wontfix",
+        "PR opened, pushed, closed, labelled wontfix; a new head gets the PR check",
     ),
     ("workflow_run", "an agent run ended: open its PR"),
     (
@@ -25,7 +25,7 @@ pub const WEBHOOK_EVENTS: [(&str, &str); 4] = [
 ];
 
 /// App permissions longtx uses: (key, level, why, required).
-pub const APP_PERMISSIONS: [(&str, &str, &str, bool); 8] = [
+pub const APP_PERMISSIONS: [(&str, &str, &str, bool); 9] = [
     (
         "actions",
         "write",
@@ -55,6 +55,12 @@ pub const APP_PERMISSIONS: [(&str, &str, &str, bool); 8] = [
         "read",
         "receive `issue_comment` events, for `/longtx revise` and `/longtx stop`",
         true,
+    ),
+    (
+        "checks",
+        "write",
+        "post the \"long transactions\" check on every PR (optional: LONGTX_PR_CHECK)",
+        false,
     ),
     (
         "members",

@@ -79,9 +79,54 @@ impl FakeGitHub {
         self
     }
 
-    /// Check runs the workflows published, as sent.
+    /// Check runs created, as sent, with the `id` GitHub gave each.
     pub fn check_runs(&self) -> Vec<Value> {
         self.inner.lock().unwrap().repo.check_runs.clone()
+    }
+
+    /// A PR a person opened from `head_sha` (on `head_ref` of `head_repo`,
+    /// a fork or the repository itself) onto `base`. Like GitHub, the fake
+    /// keeps `refs/pull/<n>/head` in the base repository, where a fetch of
+    /// the base repository finds a fork's commits. Returns the number.
+    pub fn open_pull(&self, head_ref: &str, head_sha: &str, base: &str, head_repo: &str) -> u64 {
+        let dir = self
+            .inner
+            .lock()
+            .unwrap()
+            .repo
+            .git_dir
+            .clone()
+            .expect("a fake with a remote");
+        let base_sha = resolve(&dir, base).expect("the base branch exists");
+        let mut inner = self.inner.lock().unwrap();
+        inner.repo.next_number += 1;
+        let number = inner.repo.next_number;
+        keep_pull_head(&dir, number, head_sha);
+        inner.repo.opened.push(json!({
+            "number": number,
+            "state": "open",
+            "user": {"login": "a-person"},
+            "head": {"ref": head_ref, "sha": head_sha, "repo": {"full_name": head_repo}},
+            "base": {"ref": base, "sha": base_sha},
+        }));
+        number
+    }
+
+    /// A push to an open PR: its `refs/pull/<n>/head` moves to `head_sha`.
+    pub fn push_to_pull(&self, number: u64, head_sha: &str) {
+        let dir = self
+            .inner
+            .lock()
+            .unwrap()
+            .repo
+            .git_dir
+            .clone()
+            .expect("a fake with a remote");
+        keep_pull_head(&dir, number, head_sha);
+        let mut inner = self.inner.lock().unwrap();
+        if let Some(pull) = inner.repo.opened.iter_mut().find(|p| p["number"] == number) {
+            pull["head"]["sha"] = json!(head_sha);
+        }
     }
 
     /// PRs opened through the API, oldest first.
@@ -127,6 +172,10 @@ pub(super) fn routes() -> Router<Shared> {
             post(add_labels),
         )
         .route("/repos/{owner}/{repo}/check-runs", post(create_check_run))
+        .route(
+            "/repos/{owner}/{repo}/commits/{sha}/check-runs",
+            get(list_check_runs),
+        )
         .route("/repos/{owner}/{repo}/pulls/{number}", get(one_pull))
         .route("/repos/{owner}/{repo}/git/ref/{*git_ref}", get(one_ref))
 }
@@ -229,17 +278,81 @@ async fn create_check_run(
     {
         return refused;
     }
+    // Only a GitHub App (an installation or an Actions token) may create
+    // check runs; a user's token is refused (docs "REST API endpoints for
+    // check runs": "OAuth apps and authenticated users ... are not able to
+    // create them").
+    if !super::bearer(&headers).starts_with("ghs_") {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(json!({"message": "You must authenticate via a GitHub App.",
+                "documentation_url": "https://docs.github.com/rest/checks/runs#create-a-check-run"})),
+        )
+            .into_response();
+    }
     if body["name"].as_str().is_none_or(str::is_empty)
         || body["head_sha"].as_str().is_none_or(str::is_empty)
     {
         return validation_failed(json!([{"resource": "CheckRun", "code": "missing_field"}]));
     }
-    inner.lock().unwrap().repo.check_runs.push(body.clone());
+    // At most 50 annotations per request; `conclusion` is required once
+    // the run is completed.
+    let annotations = body["output"]["annotations"].as_array().map_or(0, Vec::len);
+    let completed = body["status"] == "completed";
+    if annotations > 50 || (completed && body["conclusion"].as_str().is_none()) {
+        return validation_failed(json!([{"resource": "CheckRun", "code": "invalid"}]));
+    }
+    let mut inner = inner.lock().unwrap();
+    let id = 7000 + inner.repo.check_runs.len() as u64;
+    let mut run = body.clone();
+    run["id"] = json!(id);
+    if run["status"].is_null() {
+        run["status"] = json!("queued");
+    }
+    inner.repo.check_runs.push(run);
     (
         StatusCode::CREATED,
-        Json(json!({"id": 1, "name": body["name"]})),
+        Json(json!({"id": id, "name": body["name"], "head_sha": body["head_sha"]})),
     )
         .into_response()
+}
+
+/// `GET .../commits/{ref}/check-runs?check_name=...`: the commit's runs,
+/// newest first, as `{total_count, check_runs}`.
+async fn list_check_runs(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, sha)): Path<(String, String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(refused) = admit(
+        &inner,
+        &headers,
+        format!("GET /repos/{owner}/{repo}/commits/{sha}/check-runs"),
+        &[("checks", "read")],
+    )
+    .await
+    {
+        return refused;
+    }
+    let inner = inner.lock().unwrap();
+    let runs: Vec<Value> = inner
+        .repo
+        .check_runs
+        .iter()
+        .rev()
+        .filter(|r| r["head_sha"] == sha.as_str())
+        .filter(|r| {
+            query
+                .get("check_name")
+                .is_none_or(|n| r["name"] == n.as_str())
+        })
+        .map(|r| {
+            json!({"id": r["id"], "external_id": r["external_id"], "status": r["status"],
+            "conclusion": r["conclusion"], "name": r["name"], "head_sha": r["head_sha"]})
+        })
+        .collect();
+    Json(json!({"total_count": runs.len(), "check_runs": runs})).into_response()
 }
 
 /// `git --git-dir=<remote> args`: stdout when it succeeds.
@@ -515,8 +628,18 @@ async fn create_pull(
         "head": {"ref": branch, "sha": head_sha, "label": label, "repo": {"full_name": full_name}},
         "base": {"ref": new.base, "sha": base_sha, "repo": {"full_name": full_name}},
     });
+    keep_pull_head(&dir, number, &head_sha);
     inner.repo.opened.push(pull.clone());
     (StatusCode::CREATED, Json(pull)).into_response()
+}
+
+/// GitHub's `refs/pull/<n>/head` in the base repository.
+fn keep_pull_head(git_dir: &FsPath, number: u64, sha: &str) {
+    git(
+        git_dir,
+        &["update-ref", &format!("refs/pull/{number}/head"), sha],
+    )
+    .expect("the PR's head commit is in the remote");
 }
 
 async fn list_labels(
