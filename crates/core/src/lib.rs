@@ -8,6 +8,7 @@
 pub mod agent_run;
 pub mod alert;
 pub mod alertmanager;
+pub mod backlog;
 pub mod codeowners;
 pub mod datadog;
 pub mod db_errors;

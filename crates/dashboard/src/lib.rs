@@ -3,6 +3,7 @@
 //! SVG charts, no JavaScript. This crate turns the store's read models into
 //! HTML; it knows nothing of HTTP or SQL.
 
+mod backlog;
 pub mod charts;
 mod timeline;
 mod view;
@@ -10,6 +11,7 @@ mod what_if;
 
 pub use view::PageSettings;
 
+use longtx_core::backlog::BranchScan;
 use longtx_core::what_if::WhatIf;
 use longtx_store::{Dashboard, JobPage, QueuePlace};
 
@@ -49,10 +51,16 @@ impl Pages {
         data: &Dashboard,
         what_if: &WhatIf,
         queue: &[QueuePlace],
+        backlog: Option<&(BranchScan, Option<BranchScan>)>,
         settings: &PageSettings,
     ) -> Result<String, RenderError> {
         let mut context = view::dashboard_context(data, settings);
         context.insert("what_if", &what_if::view(what_if));
+        context.insert(
+            "backlog",
+            &backlog
+                .map(|(latest, baseline)| backlog::view(latest, baseline.as_ref(), &data.what_if)),
+        );
         context.insert("queue", &view::queue_rows(queue));
         self.render("dashboard.html", "dashboard", &context)
     }

@@ -137,6 +137,28 @@ pub async fn pr_checks(
     })))
 }
 
+/// The backlog: the newest scan of the default branch, by kind and by
+/// source, and what is new since the scan of a week before.
+pub async fn backlog(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    state.auth.check(&headers)?;
+    let Some((latest, baseline)) = state.store.branch_backlog().await? else {
+        return Ok(Json(serde_json::json!({"scan": null})));
+    };
+    let backlog = longtx_core::backlog::backlog(&latest, baseline.as_ref());
+    let scan = |s: &longtx_core::backlog::BranchScan| {
+        serde_json::json!({"branch": s.branch, "commit_sha": s.commit_sha,
+            "scanned_at": s.scanned_at, "entry_points": s.entry_points})
+    };
+    Ok(Json(serde_json::json!({
+        "scan": scan(&latest),
+        "baseline": baseline.as_ref().map(scan),
+        "backlog": backlog,
+    })))
+}
+
 /// The job's prompt as markdown, with what it was made from in headers.
 /// 409 while it is not rendered yet, or when rendering failed (the detail
 /// says why: a broken template or catalogue never takes the service down).

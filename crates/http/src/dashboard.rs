@@ -97,9 +97,15 @@ pub async fn dashboard(
         Ok(queue) => queue,
         Err(err) => return store_error(&state, err),
     };
+    let backlog = match state.store.branch_backlog().await {
+        Ok(backlog) => backlog,
+        Err(err) => return store_error(&state, err),
+    };
     html(
         &state,
-        state.pages.dashboard(&data, &what_if, &queue, &settings),
+        state
+            .pages
+            .dashboard(&data, &what_if, &queue, backlog.as_ref(), &settings),
     )
 }
 

@@ -65,6 +65,7 @@ pub fn router(state: AppState) -> Router {
         .route("/jobs/{id}", get(dashboard::job))
         .route("/patterns/{id}", get(dashboard::pattern))
         .route("/api/pr-checks", get(api::pr_checks))
+        .route("/api/backlog", get(api::backlog))
         .route("/api/jobs", get(api::list_jobs))
         .route("/api/jobs/{id}", get(api::get_job))
         .route("/api/jobs/{id}/prompt", get(api::get_prompt))

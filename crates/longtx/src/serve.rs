@@ -281,8 +281,41 @@ async fn start_dispatcher(
             .with_max_revisions(config.reviews.max_revisions);
         state = start_pr_checks(config, &settings.repo, store, state, github)?;
     }
+    start_backlog(config, &settings.repo, store, &state, github.as_ref())?;
     longtx_pipeline::spawn_dispatcher_with(store.clone(), settings, github, finder);
     Ok(state)
+}
+
+/// The backlog scan: the target repository's branch when longtx has
+/// GitHub, else `LONGTX_REPO_PATH`'s checkout, else none.
+fn start_backlog(
+    config: &Config,
+    repo: &longtx_github::RepoName,
+    store: &longtx_store::Store,
+    state: &AppState,
+    github: Option<&Arc<longtx_github::OctocrabGitHub>>,
+) -> anyhow::Result<()> {
+    let source = match (github, &config.repo_path) {
+        (Some(_), _) => worker_settings::backlog_mirror(config, repo)?,
+        (None, Some(path)) => longtx_pipeline::BacklogSource::Checkout(path.clone()),
+        (None, None) => {
+            tracing::info!(
+                "no GitHub and no LONGTX_REPO_PATH: the dashboard's backlog stays empty"
+            );
+            return Ok(());
+        }
+    };
+    longtx_pipeline::spawn_backlog_worker(
+        store.clone(),
+        longtx_pipeline::BacklogSettings {
+            source,
+            patterns_dir: config.patterns_dir.clone(),
+            every: Duration::from_secs(3600),
+        },
+        github.cloned(),
+        state.live_ignore_list(),
+    );
+    Ok(())
 }
 
 /// The "long transactions" check on every PR: only a GitHub App may post

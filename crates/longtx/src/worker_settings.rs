@@ -130,6 +130,30 @@ pub fn pr_checks(
     })
 }
 
+/// The backlog fetches the branch into a mirror of its own.
+pub fn backlog_mirror(
+    config: &Config,
+    repo: &longtx_github::RepoName,
+) -> anyhow::Result<longtx_pipeline::BacklogSource> {
+    let url = config
+        .reviews
+        .git_url
+        .clone()
+        .context("LONGTX_GIT_URL is unset and there is no LONGTX_GITHUB_REPO")?;
+    Ok(longtx_pipeline::BacklogSource::Mirror {
+        repo: repo.clone(),
+        mirror: longtx_git::Mirror {
+            path: config
+                .data_dir
+                .join("mirror")
+                .join(format!("{}__{}-backlog.git", repo.owner, repo.name)),
+            url,
+        },
+        branch: config.github.workflow_ref.clone(),
+        fetch_timeout: Duration::from_secs(600),
+    })
+}
+
 /// `LONGTX_IGNORE_LIST` names the file both locally (read at start) and in
 /// the target repository, so it must be a relative path there.
 fn ignore_list_path_in_repo(path: &std::path::Path) -> anyhow::Result<String> {

@@ -1,6 +1,7 @@
 //! Background work that moves jobs along the pipeline, each step between
 //! short transactions: read the job, work with no connection held, write.
 
+mod backlog;
 mod comments;
 mod devin;
 mod dispatch;
@@ -18,6 +19,7 @@ mod rounds;
 mod wontfix;
 mod workers;
 
+pub use backlog::{spawn_backlog_worker, BacklogSettings, BacklogSource};
 pub use devin::DevinSettings;
 pub use dispatch::{fix_inputs, spawn_dispatcher, spawn_dispatcher_with, DispatchSettings};
 pub use ignore::LiveIgnoreList;

@@ -237,3 +237,19 @@ pub fn patch_check(
         added: calls(added),
     }
 }
+
+/// The scan's findings as the backlog keeps them (no code, no calls).
+pub fn backlog_findings(scan: &Scan) -> Vec<longtx_core::backlog::BacklogFinding> {
+    scan.findings
+        .iter()
+        .map(|f| longtx_core::backlog::BacklogFinding {
+            id: f.id.clone(),
+            kind: f.kind.clone(),
+            path: f.path.clone(),
+            line: f.line,
+            method: f.method.clone(),
+            entries: f.entries.clone(),
+            silenced: f.silenced.is_some(),
+        })
+        .collect()
+}

@@ -6,6 +6,7 @@
 //! holds one (that self-deadlocks exactly at pool max).
 
 mod agent_runs;
+mod branch_scans;
 mod budgets;
 mod costs;
 mod dashboard;

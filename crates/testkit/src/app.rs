@@ -44,6 +44,7 @@ pub struct TestAppBuilder {
         longtx_pipeline::PrCheckSettings,
         longtx_github::OctocrabGitHub,
     )>,
+    backlog: Option<longtx_pipeline::BacklogSettings>,
     server_limits: longtx_http::ServerLimits,
     requests: Option<(
         longtx_pipeline::RequestSettings,
@@ -132,6 +133,13 @@ impl TestAppBuilder {
     /// The server's timeouts and connection cap (the service's by default).
     pub fn server_limits(mut self, limits: longtx_http::ServerLimits) -> Self {
         self.server_limits = limits;
+        self
+    }
+
+    /// Run the backlog worker on a checkout, as `longtx serve` does with
+    /// `LONGTX_REPO_PATH` and no GitHub.
+    pub fn backlog(mut self, settings: longtx_pipeline::BacklogSettings) -> Self {
+        self.backlog = Some(settings);
         self
     }
 
@@ -304,6 +312,14 @@ impl TestAppBuilder {
             );
             state = state.with_pr_opener(queue);
         }
+        if let Some(settings) = self.backlog {
+            longtx_pipeline::spawn_backlog_worker::<longtx_github::OctocrabGitHub>(
+                store.clone(),
+                settings,
+                None,
+                state.live_ignore_list(),
+            );
+        }
         if let Some((settings, github)) = self.pr_checks {
             let live = state.live_ignore_list();
             state = state.with_pr_checks(longtx_pipeline::spawn_pr_checker(
@@ -376,6 +392,7 @@ impl TestApp {
             wontfix: None,
             pr_opener: None,
             pr_checks: None,
+            backlog: None,
             server_limits: longtx_http::ServerLimits::default(),
         }
     }
