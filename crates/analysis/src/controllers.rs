@@ -223,6 +223,15 @@ fn parent_class(text: &str) -> Option<String> {
 
 /// `include Foo, Bar::Baz` lines.
 pub(super) fn included(text: &str) -> Vec<String> {
+    thread_local! {
+        static INCLUDED: super::memo::Memo<Vec<String>> = Default::default();
+    }
+    super::memo::by_text(&INCLUDED, text, read_included)
+        .as_ref()
+        .clone()
+}
+
+fn read_included(text: &str) -> Vec<String> {
     text.lines()
         .filter_map(|line| line.trim_start().strip_prefix("include "))
         .flat_map(|rest| rest.split(','))

@@ -11,6 +11,7 @@
 mod context;
 mod controllers;
 mod flattened;
+mod memo;
 mod modular;
 mod per_commit;
 mod roots;
@@ -208,7 +209,14 @@ fn locate_worker(repo: &Path, class: &str) -> Vec<Candidate> {
 /// Every class a file declares, with its full name: `module Billing` then
 /// `class SyncWorker` is `Billing::SyncWorker`; `class OAuth::TokenJob` is
 /// itself. Nesting is followed by indentation, as Ruby files are written.
-fn declared_classes(text: &str) -> Vec<(usize, String)> {
+fn declared_classes(text: &str) -> std::rc::Rc<Vec<(usize, String)>> {
+    thread_local! {
+        static CLASSES: memo::Memo<Vec<(usize, String)>> = Default::default();
+    }
+    memo::by_text(&CLASSES, text, read_declared_classes)
+}
+
+fn read_declared_classes(text: &str) -> Vec<(usize, String)> {
     let mut stack: Vec<(usize, String)> = Vec::new();
     let mut found = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -410,7 +418,7 @@ fn symbol_name(rest: &str) -> Option<String> {
 /// The line of the instance method `name` (neither `def self.name` nor
 /// one inside `class << self`) and its body.
 fn find_instance_def(text: &str, name: &str) -> Option<(usize, String)> {
-    ruby_facts::read(text)
+    facts_of(text)
         .defs
         .iter()
         .find(|d| d.name == name && !d.singleton)
@@ -420,42 +428,66 @@ fn find_instance_def(text: &str, name: &str) -> Option<(usize, String)> {
 /// The line of the class method `name` (`def self.name`, or one inside
 /// `class << self`) and its body.
 fn find_singleton_def(text: &str, name: &str) -> Option<(usize, String)> {
-    ruby_facts::read(text)
+    facts_of(text)
         .defs
         .iter()
         .find(|d| d.name == name && d.singleton)
         .map(|d| (d.line, block_from(text, d.line)))
 }
 
+/// [`ruby_facts::read`] of a file's text, remembered ([`memo`]).
+fn facts_of(text: &str) -> std::rc::Rc<ruby_facts::RubyFacts> {
+    thread_local! {
+        static FACTS: memo::Memo<ruby_facts::RubyFacts> = Default::default();
+    }
+    memo::by_text(&FACTS, text, ruby_facts::read)
+}
+
 /// The line of `def name` (also `def self.name`) and its body.
 fn find_def(text: &str, name: &str) -> Option<(usize, String)> {
-    text.lines().enumerate().find_map(|(i, line)| {
-        let code = line.trim_start();
-        let rest = code.strip_prefix("def ")?;
+    thread_local! {
+        static DEFS: memo::Memo<std::collections::HashMap<String, usize>> = Default::default();
+    }
+    let line = *memo::by_text(&DEFS, text, def_lines).get(name)?;
+    Some((line, block_from(text, line)))
+}
+
+/// The first line of each `def name` / `def self.name` of a text, by name:
+/// the name runs to `(`, a space, `;` or the end of the line.
+fn def_lines(text: &str) -> std::collections::HashMap<String, usize> {
+    let mut lines = std::collections::HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(rest) = line.trim_start().strip_prefix("def ") else {
+            continue;
+        };
         let rest = rest.strip_prefix("self.").unwrap_or(rest);
-        let after = rest.strip_prefix(name)?;
-        let whole_word = after.is_empty() || after.starts_with(['(', ' ', ';']);
-        whole_word.then(|| (i + 1, block_from(text, i + 1)))
-    })
+        let name = rest.split(['(', ' ', ';']).next().unwrap_or("");
+        if !name.is_empty() {
+            lines.entry(name.to_owned()).or_insert(i + 1);
+        }
+    }
+    lines
 }
 
 /// From the 1-based `start` line to the `end` at the same indentation.
 fn block_from(text: &str, start: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let first = lines[start - 1];
+    let mut lines = text.lines().skip(start - 1).take(MAX_EXCERPT_LINES);
+    let Some(first) = lines.next() else {
+        return String::new();
+    };
     if is_one_line_def(first) {
         return first.to_owned();
     }
     let indent = first.len() - first.trim_start().len();
-    let mut end = (start - 1 + MAX_EXCERPT_LINES).min(lines.len());
-    for (i, line) in lines.iter().enumerate().skip(start) {
+    let mut block = vec![first];
+    for line in lines {
+        block.push(line);
         let this_indent = line.len() - line.trim_start().len();
         if this_indent == indent && line.trim() == "end" {
-            end = (i + 1).min(start - 1 + MAX_EXCERPT_LINES);
             break;
         }
     }
-    lines[start - 1..end].join("\n")
+    block.join("\n")
 }
 
 /// A file of the checkout, small enough to read. Its real path must be

@@ -248,14 +248,12 @@ impl<G: GitHub> Checker<G> {
                 longtx_git::export::ExportedTree::of(&repo, rev).map_err(|e| e.to_string())
             };
             let (before, after) = (export(&merge_base)?, export(&head)?);
-            let base_scan = longtx_scan::scan(before.path(), catalogue.as_ref(), &ignore);
-            let head_scan = longtx_scan::scan(after.path(), catalogue.as_ref(), &ignore);
+            let added = longtx_scan::diff(after.path(), before.path(), catalogue.as_ref(), &ignore);
             let compared = longtx_scan::check_run::Compared {
                 base: &merge_base,
                 head: &head,
-                entry_points: head_scan.entry_points,
+                entry_points: added.entry_points,
             };
-            let added = head_scan.new_since(&base_scan);
             let findings = added.active().count();
             let link = |id: &str| {
                 public_url

@@ -230,6 +230,7 @@ mod tests {
     fn an_added_call_is_annotated_on_its_line_and_the_check_is_neutral_by_default() {
         let added = Scan {
             entry_points: 3,
+            reaching: Vec::new(),
             findings: vec![
                 finding("an HTTP call", 6, false),
                 finding("a mail delivery", 9, true),
@@ -273,6 +274,7 @@ mod tests {
     fn failure_mode_fails_only_when_something_is_added() {
         let added = Scan {
             entry_points: 3,
+            reaching: Vec::new(),
             findings: vec![finding("an HTTP call", 6, false)],
         };
         let failing = report(&added, &compared(), PrCheckMode::Failure, &|_| None);
@@ -287,6 +289,7 @@ mod tests {
         );
         let only_silenced = Scan {
             entry_points: 3,
+            reaching: Vec::new(),
             findings: vec![finding("an HTTP call", 6, true)],
         };
         let passing = report(&only_silenced, &compared(), PrCheckMode::Failure, &|_| None);

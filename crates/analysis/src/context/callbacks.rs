@@ -300,13 +300,16 @@ fn declaration_at(text: &str, line: usize, rest: &str) -> String {
     if do_block {
         return block_from(text, line);
     }
-    let lines: Vec<&str> = text.lines().collect();
-    let mut joined = lines[line - 1].trim().to_owned();
-    let mut next = line;
-    while joined.ends_with(',') && next < lines.len() && next < line + 6 {
+    // Only the declaration's own lines: a model declares many callbacks,
+    // and splitting the whole file for each made reading it quadratic.
+    let mut lines = text.lines().skip(line - 1).take(7);
+    let mut joined = lines.next().unwrap_or("").trim().to_owned();
+    for next in lines {
+        if !joined.ends_with(',') {
+            break;
+        }
         joined.push(' ');
-        joined.push_str(lines[next].trim());
-        next += 1;
+        joined.push_str(next.trim());
     }
     joined
 }
@@ -365,7 +368,8 @@ impl Reader<'_> {
     }
 
     fn read_file(&mut self, file: usize) {
-        let (class, _, text) = self.files[file].clone();
+        let files = self.files;
+        let (class, _, text) = &files[file];
         // (indent, "aasm" | "state_machine", line, text, event) of the
         // open machine and event blocks.
         let mut machines: Vec<(usize, &'static str, usize, String, Option<String>)> = Vec::new();

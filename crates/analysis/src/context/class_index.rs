@@ -4,7 +4,7 @@
 
 use super::super::modular::Index;
 use super::super::per_commit::{shared, Cache};
-use super::super::{declared_classes, read_small, ruby_files, zeitwerk_stem};
+use super::super::{read_declared_classes, read_small, ruby_files, zeitwerk_stem};
 use super::models::explicit_table_name;
 use std::collections::HashMap;
 use std::path::Path;
@@ -113,7 +113,8 @@ impl ClassIndex {
         text: String,
         parents: &mut Vec<(String, String, Vec<String>)>,
     ) {
-        let classes = declared_classes(&text);
+        // Read once per file here: nothing to remember.
+        let classes = read_declared_classes(&text);
         for (line, name) in &classes {
             // A class reopened elsewhere (`class User; module Connecting`
             // in `app/models/user/connecting.rb`) is defined where

@@ -33,7 +33,7 @@ pub(super) fn hooks(index: &ClassIndex, reached: &str) -> Vec<Hook> {
     let mut found = Vec::new();
     for path in paths {
         let text = &index.texts[path];
-        let Some((_, class)) = declared_classes(text).into_iter().next() else {
+        let Some((_, class)) = declared_classes(text).first().cloned() else {
             continue;
         };
         for (i, line) in text.lines().enumerate() {

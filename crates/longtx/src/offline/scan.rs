@@ -35,9 +35,8 @@ pub fn run(args: ScanArgs) -> anyhow::Result<bool> {
     // A missing catalogue only loses the pattern names.
     let catalogue = Catalogue::load(&args.patterns).ok();
     let ignore = ignore_list(&args.repo, args.ignore_list.as_deref())?;
-    let head = longtx_scan::scan(&args.repo, catalogue.as_ref(), &ignore);
     let scan = match &args.base {
-        None => head,
+        None => longtx_scan::scan(&args.repo, catalogue.as_ref(), &ignore),
         Some(base) => {
             if base.starts_with('-') {
                 bail!("--base {base}: not a revision");
@@ -49,8 +48,7 @@ pub fn run(args: ScanArgs) -> anyhow::Result<bool> {
                 .map_err(|_| {
                 anyhow::anyhow!("--base {base}: not a commit of {}", args.repo.display())
             })?;
-            let before = longtx_scan::scan(tree.path(), catalogue.as_ref(), &ignore);
-            head.new_since(&before)
+            longtx_scan::diff(&args.repo, tree.path(), catalogue.as_ref(), &ignore)
         }
     };
     let scan = match &args.alerting_from {

@@ -271,9 +271,9 @@ pub(in crate::context) fn entry_label(candidate: &Candidate) -> String {
 /// The innermost class declared before the 1-based `line`.
 fn class_at(text: &str, line: usize) -> String {
     declared_classes(text)
-        .into_iter()
+        .iter()
         .rfind(|(at, _)| *at <= line)
-        .map(|(_, name)| name)
+        .map(|(_, name)| name.clone())
         .unwrap_or_default()
 }
 
