@@ -373,7 +373,7 @@ impl Reader<'_> {
         // (indent, "aasm" | "state_machine", line, text, event) of the
         // open machine and event blocks.
         let mut machines: Vec<(usize, &'static str, usize, String, Option<String>)> = Vec::new();
-        for (i, indent, code) in code_lines(&text) {
+        for (i, indent, code) in code_lines(text) {
             let line = i + 1;
             if code.starts_with('#') {
                 continue;
@@ -401,18 +401,18 @@ impl Reader<'_> {
                         .into_iter()
                         .next();
                     self.event = name.clone();
-                    self.machine_line(file, &class, &text, line, code, machine);
+                    self.machine_line(file, class, text, line, code, machine);
                     if opens {
                         machines.push((indent, machine, line, code.to_owned(), name));
                     }
                 } else {
-                    self.machine_line(file, &class, &text, line, code, machine);
+                    self.machine_line(file, class, text, line, code, machine);
                 }
                 self.context = None;
                 self.event = None;
                 continue;
             }
-            self.model_line(file, &class, &text, line, code);
+            self.model_line(file, class, text, line, code);
         }
     }
 
