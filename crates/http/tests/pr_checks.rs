@@ -327,3 +327,26 @@ async fn a_check_run_an_earlier_attempt_posted_is_found_not_posted_twice() {
     assert_eq!(t.github.check_runs().len(), 1, "no second run");
     t.app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_burst_of_pushes_costs_one_check_of_the_newest_head() {
+    let app = TestApp::spawn().await;
+    let (first, second) = ("1".repeat(40), "2".repeat(40));
+    for head in [&first, &second] {
+        assert!(app
+            .store
+            .request_pr_check(7, head, "main", &"b".repeat(40))
+            .await
+            .unwrap());
+    }
+    let checks = app.store.recent_pr_checks(10).await.unwrap();
+    let states: Vec<(&str, &str)> = checks
+        .iter()
+        .map(|c| (c.head_sha.as_str(), c.state.as_str()))
+        .collect();
+    assert_eq!(
+        states,
+        [(second.as_str(), "pending"), (first.as_str(), "superseded")]
+    );
+    app.shutdown().await;
+}

@@ -50,6 +50,8 @@ pub struct PrCheckRow {
 impl Store {
     /// Asks for a check of `head_sha`; false when that commit was asked
     /// for already (a redelivery, a reopened PR, another PR of the commit).
+    /// A check of the same PR still waiting for an older head is
+    /// superseded, so a burst of pushes costs one scan, not one per push.
     pub async fn request_pr_check(
         &self,
         pr_number: u64,
@@ -58,7 +60,10 @@ impl Store {
         base_sha: &str,
     ) -> Result<bool, StoreError> {
         let inserted = sqlx::query(
-            "INSERT INTO pr_checks (pr_number, head_sha, base_ref, base_sha) \
+            "WITH older AS ( \
+                 UPDATE pr_checks SET state = 'superseded', lease_until = NULL, ended_at = now() \
+                 WHERE pr_number = $1 AND head_sha <> $2 AND state = 'pending') \
+             INSERT INTO pr_checks (pr_number, head_sha, base_ref, base_sha) \
              VALUES ($1, $2, $3, $4) ON CONFLICT (head_sha) DO NOTHING",
         )
         .bind(pr_number as i64)
