@@ -350,3 +350,42 @@ async fn a_burst_of_pushes_costs_one_check_of_the_newest_head() {
     );
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_pattern_an_annotation_links_is_served_to_whoever_may_see_the_dashboard() {
+    let app = TestApp::builder()
+        .dashboard_token("look-only")
+        .spawn()
+        .await;
+    let url = app.url("/patterns/external-http-call-in-transaction");
+    let refused = app.client.get(&url).send().await.unwrap();
+    assert_eq!(refused.status(), 401, "the dashboard's token is needed");
+    let page = app
+        .client
+        .get(&url)
+        .bearer_auth("look-only")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    let text = page.text().await.unwrap();
+    assert!(
+        text.contains("id: external-http-call-in-transaction"),
+        "{text}"
+    );
+    for unknown in ["no-such-pattern", "..%2F..%2FCargo.toml", "_prompt.md.tera"] {
+        let answer = app
+            .client
+            .get(app.url(&format!("/patterns/{unknown}")))
+            .bearer_auth("look-only")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 404, "{unknown}");
+    }
+    app.shutdown().await;
+}

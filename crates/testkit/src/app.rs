@@ -225,7 +225,9 @@ impl TestAppBuilder {
             WebhookAuth::new(self.token),
             self.ignore_list,
         )
-        .with_dashboard_token(self.dashboard_token);
+        .with_dashboard_token(self.dashboard_token)
+        // As `serve`: the shipped catalogue behind `/patterns/{id}`.
+        .with_patterns_dir(crate::shipped_prompt_sources().patterns_dir);
         if let Some(info) = self.dispatch_info {
             state = state.with_dispatch(info);
         }
