@@ -66,7 +66,17 @@ pub fn scan(repo: &Path, catalogue: Option<&Catalogue>, ignore: &IgnoreList) -> 
 /// a rerouted one is reported as new; a new one is never missed, since the
 /// full base lacks it too. This halves a diff's time on large applications.
 pub fn diff(head: &Path, base: &Path, catalogue: Option<&Catalogue>, ignore: &IgnoreList) -> Scan {
-    let at_head = scan(head, catalogue, ignore);
+    diff_against(scan(head, catalogue, ignore), base, catalogue, ignore)
+}
+
+/// [`diff`] with the head's scan already made (while the base was being
+/// written out, say).
+pub fn diff_against(
+    at_head: Scan,
+    base: &Path,
+    catalogue: Option<&Catalogue>,
+    ignore: &IgnoreList,
+) -> Scan {
     let at_base = scan_entries(base, catalogue, ignore, at_head.reaching.clone());
     at_head.new_since(&at_base)
 }

@@ -41,14 +41,25 @@ pub fn run(args: ScanArgs) -> anyhow::Result<bool> {
             if base.starts_with('-') {
                 bail!("--base {base}: not a revision");
             }
-            let repo = longtx_git::open(&args.repo).with_context(|| {
-                format!("--base needs a git repository: {}", args.repo.display())
-            })?;
-            let tree = longtx_git::export::ExportedTree::of(&repo, &format!("{base}^{{commit}}"))
-                .map_err(|_| {
-                anyhow::anyhow!("--base {base}: not a commit of {}", args.repo.display())
-            })?;
-            longtx_scan::diff(&args.repo, tree.path(), catalogue.as_ref(), &ignore)
+            // The base is written out while the head is scanned: one
+            // waits on the disk and git's inflating, the other on the cores.
+            let (head, tree) = std::thread::scope(|threads| {
+                let export = threads.spawn(|| {
+                    let repo = longtx_git::open(&args.repo).with_context(|| {
+                        format!("--base needs a git repository: {}", args.repo.display())
+                    })?;
+                    longtx_git::export::ExportedTree::of(&repo, &format!("{base}^{{commit}}"))
+                        .map_err(|_| {
+                            anyhow::anyhow!(
+                                "--base {base}: not a commit of {}",
+                                args.repo.display()
+                            )
+                        })
+                });
+                let head = longtx_scan::scan(&args.repo, catalogue.as_ref(), &ignore);
+                (head, export.join().expect("the export thread panicked"))
+            });
+            longtx_scan::diff_against(head, tree?.path(), catalogue.as_ref(), &ignore)
         }
     };
     let scan = match &args.alerting_from {
