@@ -12,19 +12,9 @@ pub fn reviews(
     repo: &longtx_github::RepoName,
 ) -> anyhow::Result<longtx_pipeline::ReviewSettings> {
     let reviews = &config.reviews;
-    let url = reviews
-        .git_url
-        .clone()
-        .context("LONGTX_GIT_URL is unset and there is no LONGTX_GITHUB_REPO")?;
     Ok(longtx_pipeline::ReviewSettings {
         repo: repo.clone(),
-        mirror: longtx_git::Mirror {
-            path: config
-                .data_dir
-                .join("mirror")
-                .join(format!("{}__{}.git", repo.owner, repo.name)),
-            url,
-        },
+        mirror: mirror(config, repo, "")?,
         history_days: reviews.history_days,
         as_of: None,
         max_reviewers: reviews.max_reviewers,
@@ -43,20 +33,9 @@ pub fn wontfix(
     config: &Config,
     repo: &longtx_github::RepoName,
 ) -> anyhow::Result<longtx_pipeline::WontfixSettings> {
-    let url = config
-        .reviews
-        .git_url
-        .clone()
-        .context("LONGTX_GIT_URL is unset and there is no LONGTX_GITHUB_REPO")?;
     Ok(longtx_pipeline::WontfixSettings {
         repo: repo.clone(),
-        mirror: longtx_git::Mirror {
-            path: config
-                .data_dir
-                .join("mirror")
-                .join(format!("{}__{}-wontfix.git", repo.owner, repo.name)),
-            url,
-        },
+        mirror: mirror(config, repo, "-wontfix")?,
         ignore_list_path: ignore_list_path_in_repo(&config.ignore_list)?,
         label: config.reviews.wontfix_label.clone(),
         author_name: "longtx".into(),
@@ -75,20 +54,9 @@ pub fn results(
     config: &Config,
     repo: &longtx_github::RepoName,
 ) -> anyhow::Result<longtx_pipeline::ResultSettings> {
-    let url = config
-        .reviews
-        .git_url
-        .clone()
-        .context("LONGTX_GIT_URL is unset and there is no LONGTX_GITHUB_REPO")?;
     let gh = &config.github;
     Ok(longtx_pipeline::ResultSettings {
-        mirror: longtx_git::Mirror {
-            path: config
-                .data_dir
-                .join("mirror")
-                .join(format!("{}__{}-commits.git", repo.owner, repo.name)),
-            url,
-        },
+        mirror: mirror(config, repo, "-commits")?,
         policy: longtx_core::patch_policy::PatchPolicy::new(
             gh.max_patch_bytes,
             gh.max_patch_files,
@@ -107,20 +75,9 @@ pub fn pr_checks(
     repo: &longtx_github::RepoName,
     public_url: Option<String>,
 ) -> anyhow::Result<longtx_pipeline::PrCheckSettings> {
-    let url = config
-        .reviews
-        .git_url
-        .clone()
-        .context("LONGTX_GIT_URL is unset and there is no LONGTX_GITHUB_REPO")?;
     Ok(longtx_pipeline::PrCheckSettings {
         repo: repo.clone(),
-        mirror: longtx_git::Mirror {
-            path: config
-                .data_dir
-                .join("mirror")
-                .join(format!("{}__{}-checks.git", repo.owner, repo.name)),
-            url,
-        },
+        mirror: mirror(config, repo, "-checks")?,
         mode: config.reviews.pr_check,
         patterns_dir: config.patterns_dir.clone(),
         public_url,
@@ -135,22 +92,33 @@ pub fn backlog_mirror(
     config: &Config,
     repo: &longtx_github::RepoName,
 ) -> anyhow::Result<longtx_pipeline::BacklogSource> {
+    Ok(longtx_pipeline::BacklogSource::Mirror {
+        repo: repo.clone(),
+        mirror: mirror(config, repo, "-backlog")?,
+        branch: config.github.workflow_ref.clone(),
+        fetch_timeout: Duration::from_secs(600),
+    })
+}
+
+/// A worker's own bare mirror of the target repository under the data
+/// directory (`<owner>__<name><suffix>.git`): each worker fetches and
+/// pushes in its own, so they never race.
+fn mirror(
+    config: &Config,
+    repo: &longtx_github::RepoName,
+    suffix: &str,
+) -> anyhow::Result<longtx_git::Mirror> {
     let url = config
         .reviews
         .git_url
         .clone()
         .context("LONGTX_GIT_URL is unset and there is no LONGTX_GITHUB_REPO")?;
-    Ok(longtx_pipeline::BacklogSource::Mirror {
-        repo: repo.clone(),
-        mirror: longtx_git::Mirror {
-            path: config
-                .data_dir
-                .join("mirror")
-                .join(format!("{}__{}-backlog.git", repo.owner, repo.name)),
-            url,
-        },
-        branch: config.github.workflow_ref.clone(),
-        fetch_timeout: Duration::from_secs(600),
+    Ok(longtx_git::Mirror {
+        path: config
+            .data_dir
+            .join("mirror")
+            .join(format!("{}__{}{suffix}.git", repo.owner, repo.name)),
+        url,
     })
 }
 
