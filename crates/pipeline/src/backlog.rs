@@ -73,13 +73,18 @@ struct Backlog<G> {
     ignore_list: LiveIgnoreList,
 }
 
-/// What is scanned: a branch at a commit, read from a folder.
+/// What is scanned: a branch at a commit, and where its code is read.
 struct Target {
     branch: String,
     commit: String,
-    /// The mirror to export `commit` from, or the checkout itself.
-    mirror: Option<PathBuf>,
-    checkout: Option<PathBuf>,
+    read: Read,
+}
+
+enum Read {
+    /// Export `commit` from this mirror.
+    Mirror(PathBuf),
+    /// The checkout itself, as it is.
+    Checkout(PathBuf),
 }
 
 impl<G: GitHub> Backlog<G> {
@@ -97,40 +102,35 @@ impl<G: GitHub> Backlog<G> {
         }
         let patterns = self.settings.patterns_dir.clone();
         let ignore: Arc<IgnoreList> = self.ignore_list.snapshot();
-        let (mirror, checkout, commit) = (
-            target.mirror.clone(),
-            target.checkout.clone(),
-            target.commit.clone(),
-        );
+        let Target {
+            branch,
+            commit,
+            read,
+        } = target;
+        let exported = commit.clone();
         let scanned = tokio::task::spawn_blocking(move || -> Result<_, String> {
             let catalogue = longtx_catalog::Catalogue::load(&patterns).ok();
             let scan = |dir: &std::path::Path| longtx_scan::scan(dir, catalogue.as_ref(), &ignore);
-            match (mirror, checkout) {
-                (Some(mirror), _) => {
+            match read {
+                Read::Mirror(mirror) => {
                     let repo = longtx_git::open(&mirror).map_err(|e| e.to_string())?;
-                    let tree = longtx_git::export::ExportedTree::of(&repo, &commit)
+                    let tree = longtx_git::export::ExportedTree::of(&repo, &exported)
                         .map_err(|e| e.to_string())?;
                     Ok(scan(tree.path()))
                 }
-                (None, Some(checkout)) => Ok(scan(&checkout)),
-                (None, None) => Err("nothing to scan".to_owned()),
+                Read::Checkout(checkout) => Ok(scan(&checkout)),
             }
         })
         .await
         .map_err(|e| format!("the scan panicked: {e}"))??;
         let findings = longtx_scan::backlog_findings(&scanned);
         self.store
-            .record_branch_scan(
-                &target.branch,
-                &target.commit,
-                scanned.entry_points,
-                &findings,
-            )
+            .record_branch_scan(&branch, &commit, scanned.entry_points, &findings)
             .await
             .map_err(|e| e.to_string())?;
         tracing::info!(
-            branch = %target.branch,
-            commit = %target.commit,
+            %branch,
+            %commit,
             findings = findings.len(),
             "backlog scanned"
         );
@@ -151,8 +151,7 @@ impl<G: GitHub> Backlog<G> {
                 Ok(Target {
                     branch,
                     commit,
-                    mirror: None,
-                    checkout: Some(path.clone()),
+                    read: Read::Checkout(path.clone()),
                 })
             }
             BacklogSource::Mirror {
@@ -182,8 +181,7 @@ impl<G: GitHub> Backlog<G> {
                 Ok(Target {
                     branch,
                     commit,
-                    mirror: Some(mirror.path.clone()),
-                    checkout: None,
+                    read: Read::Mirror(mirror.path.clone()),
                 })
             }
         }
