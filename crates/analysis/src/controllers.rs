@@ -127,9 +127,9 @@ fn defined_elsewhere(repo: &Path, text: &str, action: &str, depth: usize) -> Opt
         return None;
     }
     let namespace = enclosing_modules(text);
-    for concern in included(text) {
+    for concern in included(text).iter() {
         for relative in constant_files(
-            &concern,
+            concern,
             &namespace,
             &[
                 "app/controllers/concerns",
@@ -222,13 +222,11 @@ fn parent_class(text: &str) -> Option<String> {
 }
 
 /// `include Foo, Bar::Baz` lines.
-pub(super) fn included(text: &str) -> Vec<String> {
+pub(super) fn included(text: &str) -> std::rc::Rc<Vec<String>> {
     thread_local! {
         static INCLUDED: super::memo::Memo<Vec<String>> = Default::default();
     }
     super::memo::by_text(&INCLUDED, text, read_included)
-        .as_ref()
-        .clone()
 }
 
 fn read_included(text: &str) -> Vec<String> {

@@ -19,7 +19,7 @@ pub mod wontfix;
 
 pub use gather::{merge_people, ChangedFile, Gathered, HistoryPerson};
 pub use history::{file_history, FileHistory, HistoryOptions};
-pub use mirror::{pull_ref, Mirror, Pushed};
+pub use mirror::{Mirror, Pushed};
 
 use longtx_core::codeowners::{Codeowners, LOCATIONS};
 use std::path::Path;

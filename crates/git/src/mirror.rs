@@ -189,7 +189,7 @@ pub enum Pushed {
 }
 
 /// Where [`Mirror::fetch_pull`] keeps a PR's head.
-pub fn pull_ref(number: u64) -> String {
+fn pull_ref(number: u64) -> String {
     format!("refs/longtx/pulls/{number}")
 }
 

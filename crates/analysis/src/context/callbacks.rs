@@ -228,9 +228,9 @@ fn files_of(index: &ClassIndex, model: &ModelRef) -> Vec<(String, String, String
         // Inside `class Order`, `include Checkout` is `Order::Checkout`
         // first: the class is part of the lexical scope.
         let scope: Vec<String> = class.split("::").map(str::to_owned).collect();
-        for concern in included(text) {
+        for concern in included(text).iter() {
             let found = index
-                .resolve_any(&concern, &scope)
+                .resolve_any(concern, &scope)
                 .and_then(|full| index.file_of(&full).map(|(p, t)| (p.clone(), t.clone())));
             if let Some((p, t)) = found {
                 if !files.iter().any(|(known, _, _)| *known == p) {
@@ -246,8 +246,8 @@ fn files_of(index: &ClassIndex, model: &ModelRef) -> Vec<(String, String, String
             format!("{root}lib"),
         ];
         let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
-        for concern in included(text) {
-            let found = constant_files(&concern, &namespace, &dirs)
+        for concern in included(text).iter() {
+            let found = constant_files(concern, &namespace, &dirs)
                 .into_iter()
                 .find_map(|p| index.texts.get(&p).map(|t| (p, t.clone())));
             if let Some((p, t)) = found {
