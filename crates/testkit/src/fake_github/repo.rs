@@ -89,14 +89,7 @@ impl FakeGitHub {
     /// keeps `refs/pull/<n>/head` in the base repository, where a fetch of
     /// the base repository finds a fork's commits. Returns the number.
     pub fn open_pull(&self, head_ref: &str, head_sha: &str, base: &str, head_repo: &str) -> u64 {
-        let dir = self
-            .inner
-            .lock()
-            .unwrap()
-            .repo
-            .git_dir
-            .clone()
-            .expect("a fake with a remote");
+        let dir = git_dir(&self.inner).expect("a fake with a remote");
         let base_sha = resolve(&dir, base).expect("the base branch exists");
         let mut inner = self.inner.lock().unwrap();
         inner.repo.next_number += 1;
@@ -114,14 +107,7 @@ impl FakeGitHub {
 
     /// A push to an open PR: its `refs/pull/<n>/head` moves to `head_sha`.
     pub fn push_to_pull(&self, number: u64, head_sha: &str) {
-        let dir = self
-            .inner
-            .lock()
-            .unwrap()
-            .repo
-            .git_dir
-            .clone()
-            .expect("a fake with a remote");
+        let dir = git_dir(&self.inner).expect("a fake with a remote");
         keep_pull_head(&dir, number, head_sha);
         let mut inner = self.inner.lock().unwrap();
         if let Some(pull) = inner.repo.opened.iter_mut().find(|p| p["number"] == number) {
