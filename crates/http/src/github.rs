@@ -406,8 +406,8 @@ async fn request_check(
     if !ours || !longtx_core::pr_check::action_wants_check(&event.action) {
         return Ok(false);
     }
-    let is_sha = |s: &str| s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit());
-    if !is_sha(&pr.head.sha) || !is_sha(&pr.base.sha) {
+    let is_commit_id = longtx_core::agent_run::is_commit_id;
+    if !is_commit_id(&pr.head.sha) || !is_commit_id(&pr.base.sha) {
         tracing::warn!(
             pr = pr.number,
             "a PR event without commit ids; no check asked"
