@@ -256,7 +256,9 @@ fn on_named_model(
 fn receiver_calls(code: &str) -> Vec<(String, String)> {
     let mut found: Vec<(String, String)> = Vec::new();
     for (at, _) in code.match_indices('.') {
+        // `profile&.activate` is a call on `profile` as well.
         let receiver: String = code[..at]
+            .trim_end_matches('&')
             .chars()
             .rev()
             .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '@')

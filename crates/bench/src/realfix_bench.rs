@@ -43,6 +43,14 @@ struct Tally {
     call_missing: usize,
     /// Each rendered prompt's length in bytes.
     prompt_bytes: Vec<usize>,
+    /// Why a fixed site was not among the first three: no entry point
+    /// was located, no transaction site was found from it, or sites were
+    /// found and the fixed one was not among the first three.
+    no_entry: usize,
+    no_site: usize,
+    other_sites: usize,
+    /// Of those, the fixed site was found but ranked fourth or later.
+    ranked_later: usize,
 }
 
 impl Tally {
@@ -56,6 +64,10 @@ impl Tally {
         self.with_calls += other.with_calls;
         self.call_missing += other.call_missing;
         self.prompt_bytes.extend(&other.prompt_bytes);
+        self.no_entry += other.no_entry;
+        self.no_site += other.no_site;
+        self.other_sites += other.other_sites;
+        self.ranked_later += other.ranked_later;
     }
 
     fn median_prompt(&self) -> usize {
@@ -77,6 +89,10 @@ impl Tally {
             pct(self.file_named, self.cases),
         );
         println!("{:<40} median prompt {} bytes", "", self.median_prompt());
+        println!(
+            "{:<40} site missed: no entry point located {}, no site found {}, other sites first {} (the fixed one found, ranked 4th or later: {})",
+            "", self.no_entry, self.no_site, self.other_sites, self.ranked_later
+        );
         if self.with_calls > 0 {
             println!(
                 "{:<40} moved slow call missing while its site is shown: {} of {}",
@@ -99,6 +115,14 @@ fn shown(candidate: &Candidate) -> Shown {
         .as_deref()
         .map_or(1, |e| e.lines().count().max(1));
     vec![(candidate.path.clone(), start, start + lines - 1)]
+}
+
+/// The lines a site shows: its excerpts, and each slow call it lists by
+/// file and line (the prompt names that line as slow work inside it).
+fn site_shows(site: &longtx_prompt::locate::Site) -> Shown {
+    let mut shown = site.covers.clone();
+    shown.extend(site.slow.iter().map(|c| (c.path.clone(), c.line, c.line)));
+    shown
 }
 
 /// The place shows the fixed line, in the same file.
@@ -140,7 +164,7 @@ fn measure(
         code.sites
             .iter()
             .take(longtx_prompt::locate::MAX_SITES)
-            .map(|s| (format!("{}:{}", s.path, s.line), s.covers.clone()))
+            .map(|s| (format!("{}:{}", s.path, s.line), site_shows(s)))
             .collect()
     };
     if std::env::var("REALFIX_SHOW").is_ok_and(|v| fix.fix_commit.starts_with(&v)) {
@@ -207,6 +231,19 @@ fn measure(
     tally.cases += 1;
     tally.top1 += top1 as usize;
     tally.top3 += top3 as usize;
+    if !top3 {
+        if found.is_empty() {
+            tally.no_entry += 1;
+        } else if code.sites.is_empty() {
+            tally.no_site += 1;
+        } else {
+            tally.other_sites += 1;
+            tally.ranked_later +=
+                code.sites
+                    .iter()
+                    .any(|s| spans(&site_shows(s), &fix.fixed_site)) as usize;
+        }
+    }
     tally.file_named += text.contains(file) as usize;
     if fix.pattern != "none" {
         tally.with_pattern += 1;

@@ -593,3 +593,104 @@ fn a_destroy_is_not_led_by_the_save_callbacks_of_the_model_it_destroys() {
         "the destroy's own callback is the lead: {section}"
     );
 }
+
+#[test]
+fn an_event_record_created_in_a_callback_runs_its_own_callbacks_inside_the_save() {
+    // loomio's shape: the discussion's `after_create` publishes an event
+    // whose class method calls a bare `create!`; the event's own
+    // `after_create` mails every member inside the discussion's INSERT.
+    let app = App::new(
+        "event",
+        &[
+            (
+                "app/controllers/discussions_controller.rb",
+                "class DiscussionsController < ApplicationController\n  def create\n    @discussion = Discussion.new(params[:discussion])\n    @discussion.save\n    redirect_to @discussion\n  end\nend\n",
+            ),
+            (
+                "app/models/discussion.rb",
+                "class Discussion < ApplicationRecord\n  after_create :fire_new_discussion_event\n\n  def fire_new_discussion_event\n    Events::NewDiscussion.publish!(self)\n  end\nend\n",
+            ),
+            (
+                "app/models/events/new_discussion.rb",
+                "class Events::NewDiscussion < ApplicationRecord\n  after_create :notify_users!\n\n  def self.publish!(discussion)\n    create!(kind: 'new_discussion', eventable: discussion)\n  end\n\n  def notify_users!\n    raise 'could not create a notification' unless eventable\n    DiscussionMailer.new_discussion_created(eventable).deliver\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("discussions#create", &["discussions"]);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/models/events/new_discussion.rb` line 2",
+        "{prompt}"
+    );
+    assert!(
+        sites(&prompt).contains("DiscussionMailer.new_discussion_created(eventable).deliver"),
+        "{prompt}"
+    );
+    assert_eq!(top_pattern(&prompt), "side-effects-after-commit");
+}
+
+#[test]
+fn a_form_object_named_by_its_receiver_is_followed_to_its_transaction() {
+    // identity-idp's shape: the action builds a form in a helper, calls
+    // `@verify_form.submit`, and the form reaches the profile through
+    // `pending_profile&.`; the profile's method opens the transaction.
+    let app = App::new(
+        "form",
+        &[
+            (
+                "app/controllers/verify_controller.rb",
+                "class VerifyController < ApplicationController\n  def create\n    @verify_form = build_verify_form\n    result = @verify_form.submit\n    redirect_to root_url if result\n  end\n\n  def build_verify_form\n    VerifyForm.new(user: current_user)\n  end\nend\n",
+            ),
+            (
+                "app/forms/verify_form.rb",
+                "class VerifyForm\n  def initialize(user:)\n    @user = user\n  end\n\n  def submit\n    pending_profile&.schedule_enrollment\n  end\n\n  def pending_profile\n    @user.pending_profile\n  end\nend\n",
+            ),
+            (
+                "app/models/profile.rb",
+                "class Profile < ApplicationRecord\n  def schedule_enrollment\n    transaction do\n      update!(active: false)\n      UspsProofer.new.request_enroll(self)\n      Faraday.post(ENROLL_URL, id: id)\n    end\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("verify#create", &["profiles"]);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/models/profile.rb` line 3",
+        "{prompt}"
+    );
+    assert!(
+        sites(&prompt).contains("Faraday.post(ENROLL_URL, id: id)"),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn a_callback_whose_method_is_a_gems_stays_a_lead_after_the_slow_ones() {
+    // hyrax's shape: `before_destroy :remove_file!` names an uploader's
+    // method no file of the app defines; nothing slow is seen, so it is
+    // shown last and says what was not read, never dropped.
+    let app = App::new(
+        "gem-callback",
+        &[
+            (
+                "app/controllers/uploads_controller.rb",
+                "class UploadsController < ApplicationController\n  def destroy\n    @upload = UploadedFile.find(params[:id])\n    @upload.destroy\n    head :no_content\n  end\nend\n",
+            ),
+            (
+                "app/models/uploaded_file.rb",
+                "class UploadedFile < ApplicationRecord\n  mount_uploader :file, UploadedFileUploader\n  before_destroy :remove_file!\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("uploads#destroy", &["uploaded_files"]);
+    let section = sites(&prompt);
+    assert!(
+        section.contains("### `app/models/uploaded_file.rb` line 3"),
+        "{section}"
+    );
+    assert!(
+        section.contains(
+            "calls code outside this repository (a gem or SDK), not read: `remove_file!`"
+        ),
+        "{section}"
+    );
+}

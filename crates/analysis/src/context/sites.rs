@@ -23,6 +23,8 @@ use walk::{Frame, Walker};
 pub const MAX_SITES: usize = 3;
 /// Lines of a boundary or a method shown per site.
 const EXCERPT_LINES: usize = 40;
+/// Lines shown of a lead where no slow call was recognised.
+const LEAD_EXCERPT_LINES: usize = 12;
 
 /// A place the transaction is most likely held, for the prompt.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -72,6 +74,11 @@ pub struct SlowCall {
 
 /// Slow calls listed per site; the rest are counted.
 pub const MAX_LISTED: usize = 12;
+/// How a note on what the walk did not read says it: a gem's code, and a
+/// method chosen at run time.
+const UNREAD_GEM: &str = "calls code outside this repository (a gem or SDK), not read:";
+const UNREAD_DYNAMIC: &str =
+    "calls a method chosen at run time (`send`); the walk did not follow it";
 /// Notes on what the walk did not see, per site.
 const MAX_UNSEEN: usize = 4;
 
@@ -115,6 +122,8 @@ pub(super) struct Draft {
     /// its work counts half (an event named at run time may still fire it,
     /// so it is not dropped).
     pub unfired: bool,
+    /// A hook of an AASM event other than the one the job fires.
+    pub another_event: bool,
 }
 
 /// Tenths by distance: the boundary's own code counts whole, a method it
@@ -184,14 +193,30 @@ impl Draft {
 
     fn into_site(self) -> Option<Site> {
         let (score, shapes, slowest) = self.weigh();
-        if self.is_callback && score <= self.prior * 10 {
-            // A callback with nothing slow in it is listed, not a site.
+        // A callback with nothing slow in it is listed, not a site; unless
+        // it calls code the walk could not read (a gem, a method chosen at
+        // run time): then it stays, last, as a lead the agent reads itself.
+        let unread = self
+            .unseen
+            .iter()
+            .any(|note| note.contains(UNREAD_GEM) || note.contains(UNREAD_DYNAMIC));
+        let nothing_slow = self.is_callback && score <= self.prior * 10;
+        // A hook of an event the job never fires is no lead either way.
+        if nothing_slow && (!unread || self.unfired || self.another_event) {
             return None;
         }
+        // Such a lead ranks after every site where slow work was seen.
+        let score = if nothing_slow { self.prior } else { score };
+        // A lead shows less: its notes say what to read.
+        let limit = if nothing_slow {
+            LEAD_EXCERPT_LINES
+        } else {
+            EXCERPT_LINES
+        };
         let cut = |text: &str| -> String {
             let lines: Vec<&str> = text.lines().collect();
-            let mut shown = lines[..lines.len().min(EXCERPT_LINES)].join("\n");
-            if lines.len() > EXCERPT_LINES {
+            let mut shown = lines[..lines.len().min(limit)].join("\n");
+            if lines.len() > limit {
                 shown.push_str("\n    # … (cut)");
             }
             shown

@@ -89,6 +89,7 @@ const SLOW: &[(&str, &str, u32)] = &[
     ("insert_all", "a batch write", 3),
     ("upsert_all", "a batch write", 3),
     ("broadcast", "a broadcast", 3),
+    ("dispatcher", "an event dispatch", 3),
     ("ActionCable", "a broadcast", 3),
     ("Slack", "a chat notification", 4),
     ("notify", "a notification", 2),
@@ -142,6 +143,7 @@ pub(super) fn shape_of(what: &str, needle: &str) -> Option<&'static str> {
         "a broadcast",
         "a chat notification",
         "an analytics call",
+        "an event dispatch",
     ];
     if network.contains(&what) {
         Some("network-call")

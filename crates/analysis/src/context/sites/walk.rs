@@ -17,11 +17,14 @@ use crate::{
 use std::collections::HashSet;
 
 mod clients;
+mod text;
+
+use text::{appended_to, bulk_statement, calls_on_bare_new, save_receivers, saves_bare};
 
 /// Calls followed from the entry (and from a callback).
 const MAX_DEPTH: usize = 4;
 /// Methods read per job, whatever the depth.
-const MAX_FRAMES: usize = 160;
+const MAX_FRAMES: usize = 400;
 /// Ruby words that are never calls worth following.
 const KEYWORDS: [&str; 16] = [
     "end", "if", "unless", "else", "elsif", "return", "yield", "self", "nil", "true", "false",
@@ -86,6 +89,13 @@ const CORE_CONSTANTS: &[&str] = &[
     "Regexp",
     "Range",
     "ApplicationRecord",
+    // Settings and files of the process itself.
+    "Settings",
+    "ENV",
+    "Figaro",
+    "Tempfile",
+    "Pathname",
+    "Logger",
 ];
 
 /// Methods of Ruby's and Rails' own objects: an unresolved call of one is
@@ -358,6 +368,10 @@ impl<'a> Walker<'a> {
         }
         if frame.depth >= MAX_DEPTH {
             if let Some(s) = site {
+                // What it calls in a gem is named even here: the last
+                // method read may be the one that calls the SDK.
+                let body = lines[1.min(lines.len() - 1)..].join("\n");
+                self.note_unread(&frame, &body, s);
                 let calls = self.calls(&frame, &lines[1.min(lines.len() - 1)..].join("\n"), None);
                 if !calls.is_empty() {
                     self.note(
@@ -424,8 +438,9 @@ impl<'a> Walker<'a> {
             self.note(
                 s,
                 format!(
-                    "{} calls code outside this repository (a gem or SDK), not read: {}",
+                    "{} {} {}",
                     frame.place(),
+                    super::UNREAD_GEM,
                     gems.join(", ")
                 ),
             );
@@ -462,13 +477,7 @@ impl<'a> Walker<'a> {
         .iter()
         .any(|d| text.contains(d))
         {
-            self.note(
-                s,
-                format!(
-                    "{} calls a method chosen at run time (`send`); the walk did not follow it",
-                    frame.place()
-                ),
-            );
+            self.note(s, format!("{} {}", frame.place(), super::UNREAD_DYNAMIC));
         }
     }
 
@@ -576,6 +585,7 @@ impl<'a> Walker<'a> {
             is_callback: false,
             unseen: Vec::new(),
             unfired: false,
+            another_event: false,
         });
     }
 
@@ -619,6 +629,7 @@ impl<'a> Walker<'a> {
             is_callback: false,
             unseen: Vec::new(),
             unfired: false,
+            another_event: false,
         });
         self.drafts.len() - 1
     }
@@ -714,8 +725,26 @@ impl<'a> Walker<'a> {
             is_callback: true,
             unseen: Vec::new(),
             unfired,
+            another_event: callback.event.is_some() && !fired,
         });
         let site = self.drafts.len() - 1;
+        // A named method the repository does not define is a gem's (an
+        // uploader's `remove_file!`): said, so the agent reads it.
+        if callback.method.is_none() {
+            if let Some((_, name)) = callback.label.rsplit_once(" :") {
+                let name = name.trim_end_matches(',');
+                self.note(
+                    site,
+                    format!(
+                        "`{}` ({} line {}) {} `{name}`",
+                        callback.label,
+                        callback.path,
+                        callback.line,
+                        super::UNREAD_GEM
+                    ),
+                );
+            }
+        }
         let (path, start, body, file_text) = match &callback.method {
             Some(m) => (m.path.clone(), m.line, m.body.clone(), m.file_text.clone()),
             None => (
@@ -750,7 +779,14 @@ impl<'a> Walker<'a> {
             .filter(|model| saves_model(text, frame, model, self.index))
             .cloned()
             .collect();
-        for receiver in save_receivers(text) {
+        let mut receivers = save_receivers(text);
+        receivers.extend(appended_to(text));
+        // `create!(...)` in a model's own class method (`Event.publish!`)
+        // saves a record of that model, callbacks and all.
+        if saves_bare(text) {
+            receivers.push("self".to_owned());
+        }
+        for receiver in receivers {
             if let Some(model) = self.model_named(frame, &receiver) {
                 if !models.iter().any(|m| m.class == model.class) {
                     models.push(model);
@@ -825,6 +861,20 @@ impl<'a> Walker<'a> {
     /// The model a receiver is named after: `@order`, `current_journal`
     /// (its last words), `Spree::Order`; `self` in a model's own method.
     fn model_named(&self, frame: &Frame, receiver: &str) -> Option<ModelRef> {
+        let class = self.class_named(frame, receiver)?;
+        let (path, line) = self.index.classes.get(&class)?;
+        is_model_path(path).then(|| ModelRef {
+            table: String::new(),
+            class: class.clone(),
+            path: path.clone(),
+            line: *line,
+            explicit_table_name: false,
+        })
+    }
+
+    /// The class a receiver is named after, model or not: `@gpo_verify_form`
+    /// is a `GpoVerifyForm`, `importer` an `Importer`; `self` the frame's.
+    fn class_named(&self, frame: &Frame, receiver: &str) -> Option<String> {
         let name = receiver.trim_start_matches('@');
         let class = if name == "self" || name.is_empty() {
             Some(frame.class.clone())
@@ -842,13 +892,19 @@ impl<'a> Walker<'a> {
                     })
             })
         }?;
-        let (path, line) = self.index.classes.get(&class)?;
-        is_model_path(path).then(|| ModelRef {
-            table: String::new(),
-            class: class.clone(),
-            path: path.clone(),
-            line: *line,
-            explicit_table_name: false,
+        Some(class)
+    }
+
+    /// The class a local was made from in this method: `form =
+    /// GpoVerifyForm.new(...)`, `order = Order.find(id)`.
+    fn assigned_class(&self, frame: &Frame, receiver: &str) -> Option<String> {
+        let assigned = format!("{receiver} = ");
+        frame.body.lines().find_map(|line| {
+            let value = line.trim().strip_prefix(&assigned)?;
+            let (constant, _) = constant_calls(value).into_iter().next()?;
+            value
+                .starts_with(constant.as_str())
+                .then(|| self.index.resolve(&constant, &frame.namespace()))?
         })
     }
 
@@ -943,6 +999,15 @@ impl<'a> Walker<'a> {
                 found.push(self.child(frame, format!("{owner}#{word}"), def, inside));
             }
         }
+        // `new(scope).publish_all!` in a class method: its own instance's.
+        for method in calls_on_bare_new(text) {
+            if method != own {
+                if let Some(def) = self.own_method(frame, &method) {
+                    let owner = class_at(&def.3, def.1);
+                    found.push(self.child(frame, format!("{owner}#{method}"), def, inside));
+                }
+            }
+        }
         // `records.each(&:fetch_changesets)` in a model: its own instances'.
         for (at, _) in text.match_indices("(&:") {
             let method = crate::context::word_at(&text[at + 3..]);
@@ -1020,6 +1085,17 @@ impl<'a> Walker<'a> {
         if RECORD_METHODS.contains(&method) {
             return found;
         }
+        // A plain class (a form, a service, an importer) the receiver was
+        // made from here, or is named after.
+        let plain = self
+            .assigned_class(frame, receiver)
+            .or_else(|| self.class_named(frame, receiver));
+        if let Some(class) = plain {
+            if let Some(def) = self.class_method(&class, method, false) {
+                found.push((class, def));
+                return found;
+            }
+        }
         if let Some([(path, line)]) = self.index.methods.get(method).map(Vec::as_slice) {
             if let Some(text) = self.index.texts.get(path) {
                 if let Some((_, body)) = find_def(text, method) {
@@ -1030,69 +1106,6 @@ impl<'a> Walker<'a> {
         }
         found
     }
-}
-
-/// The bulk statement a line makes, when it makes one over a scope: not
-/// the one-row `where(id: id).update_all(...)` of a counter or a flag.
-fn bulk_statement(code: &str) -> Option<&'static str> {
-    if code.starts_with('#') {
-        return None;
-    }
-    const BULK: [(&str, &str); 6] = [
-        (".delete_all", "delete_all"),
-        (".update_all", "update_all"),
-        (".insert_all", "insert_all"),
-        (".upsert_all", "upsert_all"),
-        (".import(", "import"),
-        (".import ", "import"),
-    ];
-    const ONE_ROW: [&str; 6] = [
-        "(id: id",
-        "(id: self.id",
-        "id: @",
-        ".find(",
-        "find_by",
-        "(id: record.id",
-    ];
-    if ONE_ROW.iter().any(|one| code.contains(one)) || code.contains("in_batches") {
-        return None;
-    }
-    BULK.iter()
-        .find(|(needle, _)| code.contains(needle))
-        .map(|(_, name)| *name)
-}
-
-/// The receivers of saves in `text`: `order` in `order.save!`, `self` for
-/// a bare `save`.
-fn save_receivers(text: &str) -> Vec<String> {
-    let mut found: Vec<String> = Vec::new();
-    for save in [
-        ".save",
-        ".update",
-        ".create",
-        ".destroy",
-        ".update_attribute",
-        ".touch",
-    ] {
-        for (at, _) in text.match_indices(save) {
-            let after = text[at + save.len()..].chars().next();
-            if after.is_some_and(|c| c.is_alphanumeric() || (c == '_' && save != ".update")) {
-                continue;
-            }
-            let receiver: String = text[..at]
-                .chars()
-                .rev()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '@' || *c == ':')
-                .collect::<String>()
-                .chars()
-                .rev()
-                .collect();
-            if !receiver.is_empty() && !found.contains(&receiver) && found.len() < 12 {
-                found.push(receiver);
-            }
-        }
-    }
-    found
 }
 
 /// Whether `text` saves (or destroys) a record of `model`: on a receiver

@@ -1,0 +1,220 @@
+//! What a method's text says without resolving anything: the saves it
+//! makes and on what, the bulk statements, the calls on a bare `new`.
+//! Pure text, so each rule is tested on its own lines.
+
+/// The bulk statement a line makes, when it makes one over a scope: not
+/// the one-row `where(id: id).update_all(...)` of a counter or a flag.
+pub(super) fn bulk_statement(code: &str) -> Option<&'static str> {
+    if code.starts_with('#') {
+        return None;
+    }
+    const BULK: [(&str, &str); 6] = [
+        (".delete_all", "delete_all"),
+        (".update_all", "update_all"),
+        (".insert_all", "insert_all"),
+        (".upsert_all", "upsert_all"),
+        (".import(", "import"),
+        (".import ", "import"),
+    ];
+    const ONE_ROW: [&str; 6] = [
+        "(id: id",
+        "(id: self.id",
+        "id: @",
+        ".find(",
+        "find_by",
+        "(id: record.id",
+    ];
+    if ONE_ROW.iter().any(|one| code.contains(one)) || code.contains("in_batches") {
+        return None;
+    }
+    BULK.iter()
+        .find(|(needle, _)| code.contains(needle))
+        .map(|(_, name)| *name)
+}
+
+/// The receivers of saves in `text`: `order` in `order.save!`, `self` for
+/// a bare `save`.
+pub(super) fn save_receivers(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for save in [
+        ".save",
+        ".update",
+        ".create",
+        ".destroy",
+        ".update_attribute",
+        ".touch",
+    ] {
+        for (at, _) in text.match_indices(save) {
+            let after = text[at + save.len()..].chars().next();
+            if after.is_some_and(|c| c.is_alphanumeric() || (c == '_' && save != ".update")) {
+                continue;
+            }
+            let receiver: String = text[..at]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '@' || *c == ':')
+                .collect::<String>()
+                .chars()
+                .rev()
+                .collect();
+            if !receiver.is_empty() && !found.contains(&receiver) && found.len() < 12 {
+                found.push(receiver);
+            }
+        }
+    }
+    found
+}
+
+/// The associations a record is appended to (`error.notices << @notice`
+/// saves the notice, callbacks and all, when the owner is saved).
+pub(super) fn appended_to(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for (at, _) in text.match_indices(" << ") {
+        let name: String = text[..at]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect::<String>()
+            .chars()
+            .rev()
+            .collect();
+        // A plural name, written as a method of another object.
+        let dotted = text[..at - name.len()].ends_with('.');
+        if dotted && name.len() > 3 && name.ends_with('s') && !found.contains(&name) {
+            found.push(name);
+        }
+    }
+    found
+}
+
+/// The methods called on a bare `new(...)` (`new(scope).publish_all!`,
+/// `new.call`): instance methods of the class the code is in.
+pub(super) fn calls_on_bare_new(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for (at, _) in text.match_indices("new") {
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '@')) {
+            continue;
+        }
+        let mut rest = &text[at + 3..];
+        if rest.starts_with('(') {
+            let mut depth = 0usize;
+            let Some(close) = rest.char_indices().find_map(|(i, c)| {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i);
+                        }
+                    }
+                    _ => {}
+                }
+                None
+            }) else {
+                continue;
+            };
+            rest = &rest[close + 1..];
+        }
+        if let Some(after) = rest.strip_prefix('.') {
+            let method = crate::context::word_at(after);
+            if method.len() >= 3 && !found.contains(&method) {
+                found.push(method);
+            }
+        }
+    }
+    found
+}
+
+/// Whether `text` calls a save with no receiver (`create!(kind: ...)`,
+/// `save!`): the method's own class saves a record. A `def save`, a
+/// symbol (`on: :create`) or a longer name (`after_create`) is none.
+pub(super) fn saves_bare(text: &str) -> bool {
+    const BARE: [&str; 6] = ["create!", "create", "save!", "save", "update!", "update"];
+    text.lines().any(|line| {
+        let code = without_strings(line.trim());
+        let code = code.as_str();
+        if code.starts_with("def ") || code.starts_with('#') {
+            return false;
+        }
+        BARE.iter().any(|save| {
+            code.match_indices(save).any(|(at, _)| {
+                let before = code[..at].chars().next_back();
+                let after = code[at + save.len()..].chars().next();
+                let starts = before.is_none_or(|c| matches!(c, ' ' | '(' | '=' | '|' | '{'));
+                let ends = after.is_none_or(|c| matches!(c, '(' | ' ' | ')'));
+                // `save` inside `save!` is the other word's match.
+                starts && ends && !code[at + save.len()..].starts_with('!')
+            })
+        })
+    })
+}
+
+/// The line with its quoted strings emptied (`raise 'could not create'`
+/// holds no call).
+pub(super) fn without_strings(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut quote: Option<char> = None;
+    for c in code.chars() {
+        match quote {
+            Some(q) if c == q => {
+                quote = None;
+                out.push(c);
+            }
+            Some(_) => {}
+            None => {
+                if c == '\'' || c == '"' {
+                    quote = Some(c);
+                }
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_create_in_a_class_method_is_a_save_and_words_in_strings_are_not() {
+        assert!(saves_bare("  create!(kind: 'new', eventable: d)"));
+        assert!(saves_bare("    x = save"));
+        assert!(!saves_bare("  raise 'could not create the user' if x"));
+        assert!(!saves_bare("  def save"));
+        assert!(!saves_bare(
+            "  after_create :notify\n  validates :a, on: :create"
+        ));
+        assert!(!saves_bare("  order.save!"));
+    }
+
+    #[test]
+    fn a_record_appended_to_an_association_is_saved() {
+        assert_eq!(appended_to("error.notices << @notice"), ["notices"]);
+        assert!(appended_to("ids << id").is_empty(), "a local array");
+        assert!(appended_to("@log_cache << message").is_empty());
+    }
+
+    #[test]
+    fn methods_on_a_bare_new_are_the_classes_own() {
+        assert_eq!(
+            calls_on_bare_new("new(editions_scope, x.y(1)).publish_all!"),
+            ["publish_all!"]
+        );
+        assert_eq!(calls_on_bare_new("new.call"), ["call"]);
+        assert!(
+            calls_on_bare_new("Foo.new(a).run").is_empty(),
+            "a constant's own"
+        );
+        assert!(calls_on_bare_new("renew(a).run").is_empty());
+    }
+
+    #[test]
+    fn without_strings_keeps_the_code_around_them() {
+        assert_eq!(
+            without_strings("raise 'a create' if \"x\" == y"),
+            "raise '' if \"\" == y"
+        );
+    }
+}
