@@ -694,3 +694,46 @@ fn a_callback_whose_method_is_a_gems_stays_a_lead_after_the_slow_ones() {
         "{section}"
     );
 }
+
+#[test]
+fn a_transaction_the_walk_cannot_reach_that_writes_the_table_is_a_lead_of_last_resort() {
+    // The action reaches its service only through a name built at run
+    // time; the service's transaction writes `orders` around an HTTP call.
+    // An agent searching the code for it would find it: so does the prompt.
+    let app = App::new(
+        "elsewhere",
+        &[
+            (
+                "app/controllers/orders_controller.rb",
+                "class OrdersController < ApplicationController\n  def create\n    handler = \"#{params[:kind]}_handler\".camelize.constantize\n    handler.new(params).run\n    head :created\n  end\nend\n",
+            ),
+            (
+                "app/models/order.rb",
+                "class Order < ApplicationRecord\nend\n",
+            ),
+            (
+                "app/handlers/card_handler.rb",
+                "class CardHandler\n  def run\n    Order.transaction do\n      order = Order.create!(state: 'new')\n      Faraday.post(CHARGE_URL, id: order.id)\n    end\n  end\nend\n",
+            ),
+            (
+                "app/handlers/report_handler.rb",
+                "class ReportHandler\n  def run\n    Invoice.transaction do\n      Faraday.post(REPORT_URL)\n    end\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("orders#create", &["orders"]);
+    let section = sites(&prompt);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/handlers/card_handler.rb` line 3",
+        "{prompt}"
+    );
+    assert!(
+        section.contains("the walk did not reach it from the entry point"),
+        "{section}"
+    );
+    assert!(
+        !section.contains("report_handler.rb"),
+        "a transaction that never names an alerted model is no lead: {section}"
+    );
+}

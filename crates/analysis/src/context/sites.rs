@@ -124,6 +124,8 @@ pub(super) struct Draft {
     pub unfired: bool,
     /// A hook of an AASM event other than the one the job fires.
     pub another_event: bool,
+    /// Found by searching the code for the alerted model, not by the walk.
+    pub elsewhere: bool,
 }
 
 /// Tenths by distance: the boundary's own code counts whole, a method it
@@ -205,8 +207,15 @@ impl Draft {
         if nothing_slow && (!unread || self.unfired || self.another_event) {
             return None;
         }
-        // Such a lead ranks after every site where slow work was seen.
-        let score = if nothing_slow { self.prior } else { score };
+        // Such a lead ranks after every site where slow work was seen; so
+        // does a transaction the walk did not reach (the slowest first).
+        let score = if nothing_slow {
+            self.prior
+        } else if self.elsewhere {
+            1 + (score / 20).min(8)
+        } else {
+            score
+        };
         // A lead shows less: its notes say what to read.
         let limit = if nothing_slow {
             LEAD_EXCERPT_LINES
@@ -346,6 +355,7 @@ pub(super) fn transaction_sites(
             }
         }
     }
+    walker.elsewhere(&entry_label, models);
     // Statesman's transition hooks, when the job moves a machine.
     for hook in super::statesman::hooks(index, &located) {
         let machine = ModelRef {

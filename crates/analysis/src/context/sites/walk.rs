@@ -17,6 +17,7 @@ use crate::{
 use std::collections::HashSet;
 
 mod clients;
+mod elsewhere;
 mod text;
 
 use text::{appended_to, bulk_statement, calls_on_bare_new, save_receivers, saves_bare};
@@ -586,6 +587,7 @@ impl<'a> Walker<'a> {
             unseen: Vec::new(),
             unfired: false,
             another_event: false,
+            elsewhere: false,
         });
     }
 
@@ -630,6 +632,7 @@ impl<'a> Walker<'a> {
             unseen: Vec::new(),
             unfired: false,
             another_event: false,
+            elsewhere: false,
         });
         self.drafts.len() - 1
     }
@@ -726,6 +729,7 @@ impl<'a> Walker<'a> {
             unseen: Vec::new(),
             unfired,
             another_event: callback.event.is_some() && !fired,
+            elsewhere: false,
         });
         let site = self.drafts.len() - 1;
         // A named method the repository does not define is a gem's (an
