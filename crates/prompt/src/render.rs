@@ -286,7 +286,13 @@ impl PromptRenderer {
                 title: &p.front.title,
                 score: r.score,
                 matched: r.matched.clone(),
-                body: demote_headings(&without_section(&p.body, "Effect")),
+                // The signature is how longtx recognised the pattern; the
+                // leads above already say what was recognised, and the
+                // whole pattern stays in `patterns/` for the agent to read.
+                body: demote_headings(&without_section(
+                    &without_section(&p.body, "Effect"),
+                    "Signature",
+                )),
             }
         };
         // A pattern is chosen by the slow work found: none is printed in

@@ -23,6 +23,9 @@ use walk::{Frame, Walker};
 pub const MAX_SITES: usize = 3;
 /// Lines of a boundary or a method shown per site.
 const EXCERPT_LINES: usize = 40;
+/// Lines shown of a callback's method or of the method holding the slowest
+/// call, below the boundary.
+const REACHED_EXCERPT_LINES: usize = 24;
 /// Lines shown of a lead where no slow call was recognised.
 const LEAD_EXCERPT_LINES: usize = 12;
 
@@ -222,7 +225,7 @@ impl Draft {
         } else {
             EXCERPT_LINES
         };
-        let cut = |text: &str| -> String {
+        let cut_to = |text: &str, limit: usize| -> String {
             let lines: Vec<&str> = text.lines().collect();
             let mut shown = lines[..lines.len().min(limit)].join("\n");
             if lines.len() > limit {
@@ -230,6 +233,10 @@ impl Draft {
             }
             shown
         };
+        let cut = |text: &str| cut_to(text, limit);
+        // A method the boundary reaches shows less than the boundary: the
+        // slow lines are listed by file and line below it anyway.
+        let cut_reached = |text: &str| cut_to(text, limit.min(REACHED_EXCERPT_LINES));
         let boundary = cut(&self.boundary);
         let mut covers = vec![(
             self.path.clone(),
@@ -242,7 +249,7 @@ impl Draft {
             excerpt = format!("{text}\n  # …\n{excerpt}");
         }
         if let Some((path, line, body)) = &self.detail {
-            let body = cut(body);
+            let body = cut_reached(body);
             covers.push((path.clone(), *line, line + body.lines().count().max(1) - 1));
             excerpt.push_str(&format!("\n\n# {path} line {line}\n{body}"));
         }
@@ -253,7 +260,7 @@ impl Draft {
                 *path == piece.path && (*first..=*last).contains(&piece.line)
             });
             if !shown && piece.dist > 0 {
-                let body = cut(&piece.text);
+                let body = cut_reached(&piece.text);
                 covers.push((
                     piece.path.clone(),
                     piece.line,

@@ -92,9 +92,10 @@ impl Walker<'_> {
         for (_, frame) in found.into_iter().take(MAX_METHODS) {
             // A method the walk already read holds no news.
             let last = frame.start + frame.body.lines().count();
-            let read = self.drafts.iter().any(|d| {
-                d.path == frame.path && (frame.start..last).contains(&d.line)
-            });
+            let read = self
+                .drafts
+                .iter()
+                .any(|d| d.path == frame.path && (frame.start..last).contains(&d.line));
             if read {
                 continue;
             }
