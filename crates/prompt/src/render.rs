@@ -434,7 +434,10 @@ fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evi
             .map(|(t, _)| t.clone())
             .collect()
     };
-    if let Some(site) = code.sites.first() {
+    // Leads of last resort are shown to the agent, but their code was not
+    // reached from the entry: it says nothing of which pattern fits.
+    let mut reached = code.sites.iter().filter(|s| !s.last_resort);
+    if let Some(site) = reached.next() {
         evidence.inside = at(site, true);
         // Deeper inside the transaction: still run while it is held, so as
         // likely as the located method's own calls (an HTTP request three
@@ -443,7 +446,7 @@ fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evi
         evidence.shapes.clone_from(&site.shapes);
     }
     // The runner-up sites: as likely as the located method's own calls.
-    for site in code.sites.iter().skip(1) {
+    for site in reached {
         evidence.excerpts.extend(at(site, true));
     }
     evidence

@@ -59,6 +59,11 @@ pub struct Site {
     /// Where the walk stopped or could not see inside this transaction,
     /// said plainly: the list above is what was read, not all there is.
     pub unseen: Vec<String>,
+    /// A lead of last resort (a transaction the walk did not reach, or a
+    /// callback where nothing slow was seen): shown, but no evidence for
+    /// choosing a pattern.
+    #[serde(skip)]
+    pub last_resort: bool,
 }
 
 /// One slow call inside a site's transaction.
@@ -295,6 +300,7 @@ impl Draft {
             slow,
             more_slow,
             unseen,
+            last_resort: nothing_slow || self.elsewhere,
         })
     }
 }

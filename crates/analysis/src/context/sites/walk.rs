@@ -25,7 +25,7 @@ use text::{appended_to, bulk_statement, calls_on_bare_new, save_receivers, saves
 /// Calls followed from the entry (and from a callback).
 const MAX_DEPTH: usize = 4;
 /// Methods read per job, whatever the depth.
-const MAX_FRAMES: usize = 400;
+const MAX_FRAMES: usize = 160;
 /// Ruby words that are never calls worth following.
 const KEYWORDS: [&str; 16] = [
     "end", "if", "unless", "else", "elsif", "return", "yield", "self", "nil", "true", "false",
