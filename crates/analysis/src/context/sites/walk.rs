@@ -1151,14 +1151,7 @@ fn saves_model(text: &str, frame: &Frame, model: &ModelRef, index: &ClassIndex) 
                     }
                     continue;
                 }
-                let receiver: String = before[..before.len() - 1]
-                    .chars()
-                    .rev()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '@' || *c == ':')
-                    .collect::<String>()
-                    .chars()
-                    .rev()
-                    .collect();
+                let receiver = text::receiver_before(&before[..before.len() - 1]);
                 let name = receiver.trim_start_matches('@');
                 if name == short
                     || receiver == model.class

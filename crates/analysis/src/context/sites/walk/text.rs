@@ -49,14 +49,7 @@ pub(super) fn save_receivers(text: &str) -> Vec<String> {
             if after.is_some_and(|c| c.is_alphanumeric() || (c == '_' && save != ".update")) {
                 continue;
             }
-            let receiver: String = text[..at]
-                .chars()
-                .rev()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '@' || *c == ':')
-                .collect::<String>()
-                .chars()
-                .rev()
-                .collect();
+            let receiver = receiver_before(&text[..at]);
             if !receiver.is_empty() && !found.contains(&receiver) && found.len() < 12 {
                 found.push(receiver);
             }
@@ -70,14 +63,7 @@ pub(super) fn save_receivers(text: &str) -> Vec<String> {
 pub(super) fn appended_to(text: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     for (at, _) in text.match_indices(" << ") {
-        let name: String = text[..at]
-            .chars()
-            .rev()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect::<String>()
-            .chars()
-            .rev()
-            .collect();
+        let name = identifier_before(&text[..at], &[]);
         // A plural name, written as a method of another object.
         let dotted = text[..at - name.len()].ends_with('.');
         if dotted && name.len() > 3 && name.ends_with('s') && !found.contains(&name) {
@@ -173,6 +159,22 @@ pub(super) fn without_strings(code: &str) -> String {
     out
 }
 
+/// The identifier `text` ends with (letters, digits, `_`, and `extra`).
+fn identifier_before(text: &str, extra: &[char]) -> String {
+    let start = text
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_alphanumeric() || *c == '_' || extra.contains(c))
+        .last()
+        .map_or(text.len(), |(at, _)| at);
+    text[start..].to_owned()
+}
+
+/// The receiver `text` ends with: `@order`, `Spree::Order`, `order`.
+pub(super) fn receiver_before(text: &str) -> String {
+    identifier_before(text, &['@', ':'])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +210,13 @@ mod tests {
             "a constant's own"
         );
         assert!(calls_on_bare_new("renew(a).run").is_empty());
+    }
+
+    #[test]
+    fn the_receiver_before_a_call_keeps_its_sigil_and_namespace() {
+        assert_eq!(receiver_before("x = @order"), "@order");
+        assert_eq!(receiver_before("(Spree::Order"), "Spree::Order");
+        assert_eq!(receiver_before("foo("), "");
     }
 
     #[test]
