@@ -257,15 +257,7 @@ fn receiver_calls(code: &str) -> Vec<(String, String)> {
     let mut found: Vec<(String, String)> = Vec::new();
     for (at, _) in code.match_indices('.') {
         // `profile&.activate` is a call on `profile` as well.
-        let receiver: String = code[..at]
-            .trim_end_matches('&')
-            .chars()
-            .rev()
-            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '@')
-            .collect::<String>()
-            .chars()
-            .rev()
-            .collect();
+        let receiver = identifier_before(code[..at].trim_end_matches('&'), &['@']);
         let method = word_at(&code[at + 1..]);
         let name = receiver.trim_start_matches('@');
         let variable = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
@@ -276,6 +268,17 @@ fn receiver_calls(code: &str) -> Vec<(String, String)> {
         }
     }
     found
+}
+
+/// The identifier `text` ends with (letters, digits, `_`, and `extra`).
+fn identifier_before(text: &str, extra: &[char]) -> String {
+    let start = text
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_alphanumeric() || *c == '_' || extra.contains(c))
+        .last()
+        .map_or(text.len(), |(at, _)| at);
+    text[start..].to_owned()
 }
 
 /// `create` for a method that starts `def create` or `def self.create`.

@@ -373,7 +373,7 @@ impl<'a> Walker<'a> {
                 // method read may be the one that calls the SDK.
                 let body = lines[1.min(lines.len() - 1)..].join("\n");
                 self.note_unread(&frame, &body, s);
-                let calls = self.calls(&frame, &lines[1.min(lines.len() - 1)..].join("\n"), None);
+                let calls = self.calls(&frame, &body, None);
                 if !calls.is_empty() {
                     self.note(
                         s,
@@ -994,22 +994,15 @@ impl<'a> Walker<'a> {
             .next()
             .unwrap_or("")
             .to_owned();
-        for word in words(text) {
+        // Its own methods: called bare, or on a bare `new(scope)` in a
+        // class method (`new(scope).publish_all!`).
+        for word in words(text).into_iter().chain(calls_on_bare_new(text)) {
             if word == own || word.len() < 3 || KEYWORDS.contains(&word.as_str()) {
                 continue;
             }
             if let Some(def) = self.own_method(frame, &word) {
                 let owner = class_at(&def.3, def.1);
                 found.push(self.child(frame, format!("{owner}#{word}"), def, inside));
-            }
-        }
-        // `new(scope).publish_all!` in a class method: its own instance's.
-        for method in calls_on_bare_new(text) {
-            if method != own {
-                if let Some(def) = self.own_method(frame, &method) {
-                    let owner = class_at(&def.3, def.1);
-                    found.push(self.child(frame, format!("{owner}#{method}"), def, inside));
-                }
             }
         }
         // `records.each(&:fetch_changesets)` in a model: its own instances'.

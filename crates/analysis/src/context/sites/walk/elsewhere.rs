@@ -50,7 +50,7 @@ impl Walker<'_> {
                     i += 1;
                     continue;
                 }
-                let Some((start, end)) = enclosing_method(&lines, i) else {
+                let Some((start, end)) = enclosing_method(text, &lines, i) else {
                     i += 1;
                     continue;
                 };
@@ -126,23 +126,12 @@ fn is_code(path: &str) -> bool {
         || path.starts_with("db/migrate/"))
 }
 
-/// The 0-based first and last lines of the method around line `at`.
-fn enclosing_method(lines: &[&str], at: usize) -> Option<(usize, usize)> {
+/// The 0-based first and last lines of the method around line `at`, as
+/// [`crate::block_from`] reads a method for the rest of the walk.
+fn enclosing_method(text: &str, lines: &[&str], at: usize) -> Option<(usize, usize)> {
     let start = (0..=at)
         .rev()
         .find(|&i| lines[i].trim_start().starts_with("def "))?;
-    let end = reach_def(lines, start);
+    let end = start + crate::block_from(text, start + 1).lines().count().max(1) - 1;
     (end >= at).then_some((start, end))
-}
-
-/// The `end` of the method opened at `start`, by its indentation.
-fn reach_def(lines: &[&str], start: usize) -> usize {
-    let indent = lines[start].len() - lines[start].trim_start().len();
-    for (i, line) in lines.iter().enumerate().skip(start + 1) {
-        let this = line.len() - line.trim_start().len();
-        if this == indent && line.trim() == "end" {
-            return i;
-        }
-    }
-    lines.len() - 1
 }

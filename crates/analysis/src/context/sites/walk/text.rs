@@ -2,6 +2,8 @@
 //! makes and on what, the bulk statements, the calls on a bare `new`.
 //! Pure text, so each rule is tested on its own lines.
 
+use crate::context::identifier_before;
+
 /// The bulk statement a line makes, when it makes one over a scope: not
 /// the one-row `where(id: id).update_all(...)` of a counter or a flag.
 pub(super) fn bulk_statement(code: &str) -> Option<&'static str> {
@@ -157,17 +159,6 @@ pub(super) fn without_strings(code: &str) -> String {
         }
     }
     out
-}
-
-/// The identifier `text` ends with (letters, digits, `_`, and `extra`).
-fn identifier_before(text: &str, extra: &[char]) -> String {
-    let start = text
-        .char_indices()
-        .rev()
-        .take_while(|(_, c)| c.is_alphanumeric() || *c == '_' || extra.contains(c))
-        .last()
-        .map_or(text.len(), |(at, _)| at);
-    text[start..].to_owned()
 }
 
 /// The receiver `text` ends with: `@order`, `Spree::Order`, `order`.
