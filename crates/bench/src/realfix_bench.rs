@@ -282,7 +282,7 @@ on the tuned-on half (corpus/real-fixes) and the held-out half (corpus/real-fixe
 Usage: realfix-bench --checkouts DIR [--corpus FOLDER] [--misses]
   --checkouts  clones made by `scripts/corpus-checkouts DIR corpus/real-fixes` (and -heldout)
   --corpus     measure this folder alone instead of both halves
-  --misses     print each miss
+  --misses     print each miss of the tuned-on half (the held-out half prints totals only)
 REALFIX_SHOW=<commit prefix> prints one fix's sites; REALFIX_PROMPT=<prefix> its prompt.";
 
 fn main() -> anyhow::Result<()> {

@@ -35,7 +35,7 @@ Usage: scan-bench --checkouts DIR [--corpus DIR] [--misses]
        scan-bench --history DIR [--commits N]
   --checkouts DIR   clones of the corpus applications (scripts/corpus-checkouts)
   --corpus DIR      one corpus folder (default: both halves)
-  --misses          print each fix the scan missed
+  --misses          print each fix the scan missed (tuned-on half only)
   --history DIR     diff mode over the last commits of the clone at DIR (it checks them out)
   --commits N       how many (default 200)";
 
