@@ -737,3 +737,75 @@ fn a_transaction_the_walk_cannot_reach_that_writes_the_table_is_a_lead_of_last_r
         "a transaction that never names an alerted model is no lead: {section}"
     );
 }
+
+#[test]
+fn a_destroy_that_cascades_is_one_site_at_the_call_with_every_association_and_row_callback() {
+    // loomio's shape: the action calls a service whose `destroy!` takes
+    // the discussion's comments and polls with it in one transaction; a
+    // comment's own destroy callback mails its author, once per row.
+    let app = App::new(
+        "destroy-cascade",
+        &[
+            (
+                "app/controllers/discussions_controller.rb",
+                "class DiscussionsController < ApplicationController\n  def destroy\n    DiscussionService.destroy(discussion: Discussion.find(params[:id]))\n    head :ok\n  end\nend\n",
+            ),
+            (
+                "app/services/discussion_service.rb",
+                "class DiscussionService\n  def self.destroy(discussion:)\n    discussion.destroy!\n  end\nend\n",
+            ),
+            (
+                "app/models/discussion.rb",
+                "class Discussion < ApplicationRecord\n  has_many :comments, dependent: :destroy\n  has_many :polls, dependent: :destroy\n  has_many :tags\nend\n",
+            ),
+            (
+                "app/models/comment.rb",
+                "class Comment < ApplicationRecord\n  belongs_to :discussion\n  after_destroy :tell_author\n\n  def tell_author\n    CommentMailer.removed(self).deliver_now\n  end\nend\n",
+            ),
+            ("app/models/poll.rb", "class Poll < ApplicationRecord\nend\n"),
+        ],
+    );
+    let prompt = app.prompt("discussions#destroy", &["discussions"]);
+    let section = sites(&prompt);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/services/discussion_service.rb` line 3",
+        "the call holds the transaction: {section}"
+    );
+    assert!(
+        section.contains("`comments`, `polls`") && !section.contains("`tags`"),
+        "the site names what it cascades over, and only that: {section}"
+    );
+    assert!(
+        section.contains("app/models/comment.rb line 6"),
+        "each comment's mail is slow work of the same transaction: {section}"
+    );
+    assert!(
+        !section.contains("### `app/models/discussion.rb` line 2"),
+        "the associations are the site's work, not sites of their own: {section}"
+    );
+}
+
+#[test]
+fn a_destroy_action_whose_call_is_not_seen_gets_one_cascade_lead_that_says_so() {
+    let app = App::new(
+        "destroy-cascade-unseen",
+        &[
+            (
+                "app/controllers/discussions_controller.rb",
+                "class DiscussionsController < ApplicationController\n  def destroy\n    service.destroy(resource)\n  end\nend\n",
+            ),
+            (
+                "app/models/discussion.rb",
+                "class Discussion < ApplicationRecord\n  has_many :comments, dependent: :destroy\n  has_many :polls, dependent: :destroy\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("discussions#destroy", &["discussions"]);
+    let section = sites(&prompt);
+    assert_eq!(section.matches("\n### ").count(), 1, "one lead: {section}");
+    assert!(
+        section.contains("did not see where the entry calls the destroy"),
+        "the lead says what the walk did not see: {section}"
+    );
+}

@@ -16,9 +16,12 @@ use crate::{
 };
 use std::collections::HashSet;
 
+mod cascade;
 mod clients;
 mod elsewhere;
 mod text;
+
+pub(super) use cascade::is_cascade;
 
 use text::{appended_to, bulk_statement, calls_on_bare_new, save_receivers, saves_bare};
 
@@ -301,6 +304,8 @@ pub(in crate::context) struct Walker<'a> {
     frames: usize,
     /// The model whose callback is being read, if one is.
     in_callback: Option<String>,
+    /// Destroys of a model's records reached outside any site.
+    destroys: Vec<cascade::DestroyCall>,
 }
 
 impl<'a> Walker<'a> {
@@ -314,6 +319,7 @@ impl<'a> Walker<'a> {
             seen: HashSet::new(),
             frames: 0,
             in_callback: None,
+            destroys: Vec::new(),
         }
     }
 
@@ -392,6 +398,9 @@ impl<'a> Walker<'a> {
             let skip = usize::from(first == 0 && lines[0].trim_start().starts_with("def "));
             let text_calls = lines[first + skip..=last].join("\n");
             self.saves_in(&frame, &text, inside);
+            if inside.is_none() {
+                self.destroys_in(&frame, &lines, first, last);
+            }
             self.client_classes(&frame, &text_calls, inside);
             if let Some((s, _)) = inside {
                 self.note_unread(&frame, &text_calls, s);
@@ -588,6 +597,7 @@ impl<'a> Walker<'a> {
             unfired: false,
             another_event: false,
             elsewhere: false,
+            work_named: false,
         });
     }
 
@@ -633,6 +643,7 @@ impl<'a> Walker<'a> {
             unfired: false,
             another_event: false,
             elsewhere: false,
+            work_named: false,
         });
         self.drafts.len() - 1
     }
@@ -730,6 +741,7 @@ impl<'a> Walker<'a> {
             unfired,
             another_event: callback.event.is_some() && !fired,
             elsewhere: false,
+            work_named: false,
         });
         let site = self.drafts.len() - 1;
         // A named method the repository does not define is a gem's (an
