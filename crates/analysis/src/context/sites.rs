@@ -134,9 +134,9 @@ pub(super) struct Draft {
     pub another_event: bool,
     /// Found by searching the code for the alerted model, not by the walk.
     pub elsewhere: bool,
-    /// The kind itself names the slow work (a destroy's cascade, which no
-    /// single call shows), so an empty list of slow calls is no news.
-    pub work_named: bool,
+    /// Slow work no call shows, named by the site: a destroy's cascade,
+    /// whose `dependent: :destroy` declarations are listed as `what`.
+    pub cascade: Option<&'static str>,
 }
 
 /// Tenths by distance: the boundary's own code counts whole, a method it
@@ -186,6 +186,20 @@ impl Draft {
         let mut calls: Vec<SlowCall> = Vec::new();
         for piece in &self.pieces {
             let lines: Vec<&str> = piece.text.lines().collect();
+            if let Some(what) = self.cascade {
+                let listed = calls
+                    .iter()
+                    .any(|c| c.path == piece.path && c.line == piece.line);
+                if piece.dist <= 1 && piece.text.contains("dependent: :destroy") && !listed {
+                    calls.push(SlowCall {
+                        what: what.to_owned(),
+                        code: lines[0].trim().chars().take(120).collect(),
+                        via: None,
+                        path: piece.path.clone(),
+                        line: piece.line,
+                    });
+                }
+            }
             for (i, _, what, _) in slow::slow_lines(&piece.text) {
                 let line = piece.line + i;
                 if calls.iter().any(|c| c.path == piece.path && c.line == line) {
@@ -281,7 +295,7 @@ impl Draft {
             }
         }
         let mut slow = self.slow_calls();
-        let why = if slow.is_empty() && !self.work_named {
+        let why = if slow.is_empty() {
             format!("{}; no slow call was recognised inside it", self.kind)
         } else {
             self.kind.clone()

@@ -113,7 +113,9 @@ impl Walker<'_> {
                 continue;
             };
             for callback in callbacks_of(self.index, &child, SaveKind::Destroy, located) {
-                if !callback.inside || pieces.len() >= MAX_PIECES {
+                // A row's own cascades go one level deeper than the site
+                // lists: the agent reads them from the first level.
+                if !callback.inside || is_cascade(&callback) || pieces.len() >= MAX_PIECES {
                     continue;
                 }
                 let (path, line) = callback
@@ -163,11 +165,8 @@ impl Walker<'_> {
                 format!(
                     "destroying a {short} destroys, in the same transaction, every row of {rows} {each}; the walk did not see where the entry calls the destroy, so find that call: it holds the transaction"
                 ),
-                cascades
-                    .iter()
-                    .map(|c| c.declaration.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
+                // The rest are listed as its slow work, line by line.
+                first.declaration.clone(),
                 first.line,
                 if entry.is_empty() {
                     Vec::new()
@@ -194,7 +193,7 @@ impl Walker<'_> {
             unfired: false,
             another_event: false,
             elsewhere: false,
-            work_named: true,
+            cascade: Some("a cascade of destroys, one row at a time"),
         });
     }
 
