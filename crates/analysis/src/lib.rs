@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 pub use context::{
     camelize, code_context, has_slow_work, CallRef, CallbackRef, CodeContext, ModelRef, Site,
-    SlowCall, MAX_SITES,
+    SlowCall, CASCADE_WORK, MAX_SITES,
 };
 
 /// One place in the code the transaction may come from.

@@ -80,6 +80,9 @@ pub struct SlowCall {
     pub line: usize,
 }
 
+/// What a destroy's `dependent: :destroy` association is listed as.
+pub const CASCADE_WORK: &str = "a cascade of destroys, one row at a time";
+
 /// Slow calls listed per site; the rest are counted.
 pub const MAX_LISTED: usize = 12;
 /// How a note on what the walk did not read says it: a gem's code, and a

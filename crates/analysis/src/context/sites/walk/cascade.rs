@@ -193,7 +193,7 @@ impl Walker<'_> {
             unfired: false,
             another_event: false,
             elsewhere: false,
-            cascade: Some("a cascade of destroys, one row at a time"),
+            cascade: Some(crate::context::sites::CASCADE_WORK),
         });
     }
 
