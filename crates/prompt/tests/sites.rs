@@ -809,3 +809,34 @@ fn a_destroy_action_whose_call_is_not_seen_gets_one_cascade_lead_that_says_so() 
         "the lead says what the walk did not see: {section}"
     );
 }
+
+#[test]
+fn methods_declared_on_one_callback_line_share_one_site_with_all_their_slow_work() {
+    // whitehall's shape: `after_save :a, :b` declares two callbacks on one
+    // line; the second's API call must not vanish behind the first's site.
+    let app = App::new(
+        "one-line-callbacks",
+        &[
+            (
+                "app/controllers/appointments_controller.rb",
+                "class AppointmentsController < ApplicationController\n  def create\n    Appointment.new(params[:appointment]).save!\n  end\nend\n",
+            ),
+            (
+                "app/models/appointment.rb",
+                "class Appointment < ApplicationRecord\n  after_save :republish_role, :republish_organisation\n\n  def republish_role\n    RoleRepublishJob.perform_async(role_id)\n  end\n\n  def republish_organisation\n    Faraday.post(\"https://publishing.example/organisations\", id: organisation_id)\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("appointments#create", &["appointments"]);
+    let section = sites(&prompt);
+    assert_eq!(
+        section.matches("\n### ").count(),
+        1,
+        "one declaration, one site: {section}"
+    );
+    assert!(
+        section.contains("app/models/appointment.rb line 5")
+            && section.contains("app/models/appointment.rb line 9"),
+        "both methods' slow calls are listed: {section}"
+    );
+}

@@ -427,16 +427,58 @@ pub(super) fn transaction_sites(
             .then(a.path.cmp(&b.path))
             .then(a.line.cmp(&b.line))
     });
+    // Sites at one line are one declaration (`after_save :a, :b, :c`):
+    // its methods all run in the save's transaction, so their work is the
+    // first one's too, not a duplicate to drop.
     let mut kept: Vec<Site> = Vec::new();
     for site in sites {
-        if !kept
-            .iter()
-            .any(|k| k.path == site.path && k.line == site.line)
+        match kept
+            .iter_mut()
+            .find(|k| k.path == site.path && k.line == site.line)
         {
-            kept.push(site);
+            Some(first) => first.absorb(site),
+            None => kept.push(site),
         }
     }
     kept
+}
+
+impl Site {
+    /// Takes in the slow work of another site held at the same line.
+    fn absorb(&mut self, other: Site) {
+        let before = self.slow.len() + self.more_slow;
+        for call in other.slow {
+            if self
+                .slow
+                .iter()
+                .any(|c| c.path == call.path && c.line == call.line)
+            {
+                continue;
+            }
+            if self.slow.len() < MAX_LISTED {
+                self.slow.push(call);
+            } else {
+                self.more_slow += 1;
+            }
+        }
+        self.more_slow += other.more_slow;
+        const WITH: &str = "; so do the methods declared with it, whose slow work is listed too";
+        if self.slow.len() + self.more_slow > before && !self.why.ends_with(WITH) {
+            self.why.push_str(WITH);
+        }
+        for note in other.unseen {
+            if self.unseen.len() < MAX_UNSEEN && !self.unseen.contains(&note) {
+                self.unseen.push(note);
+            }
+        }
+        for shape in other.shapes {
+            if !self.shapes.contains(&shape) {
+                self.shapes.push(shape);
+            }
+        }
+        self.inside.extend(other.inside);
+        self.last_resort &= other.last_resort;
+    }
 }
 
 /// Whether `code` holds any slow work longtx recognises.
