@@ -17,7 +17,7 @@ use class_index::ClassIndex;
 pub use models::camelize;
 #[cfg(test)]
 use models::explicit_table_name;
-use models::model_of;
+use models::{model_of, singularize};
 pub use sites::{has_slow_work, Site, SlowCall, CASCADE_WORK, MAX_SITES};
 use std::path::Path;
 

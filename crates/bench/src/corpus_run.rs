@@ -78,7 +78,6 @@ impl CorpusRun {
     }
 
     /// Every `*.yaml` of the corpus folder, parsed, in name order.
-
     pub fn files<T: DeserializeOwned>(&self) -> anyhow::Result<Vec<T>> {
         let mut paths: Vec<PathBuf> = std::fs::read_dir(&self.corpus)
             .with_context(|| format!("reading {}", self.corpus.display()))?

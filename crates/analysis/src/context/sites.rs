@@ -137,9 +137,9 @@ pub(super) struct Draft {
     pub another_event: bool,
     /// Found by searching the code for the alerted model, not by the walk.
     pub elsewhere: bool,
-    /// Slow work no call shows, named by the site: a destroy's cascade,
-    /// whose `dependent: :destroy` declarations are listed as `what`.
-    pub cascade: Option<&'static str>,
+    /// A destroy's cascade: slow work no call shows, so its
+    /// `dependent: :destroy` declarations are listed as [`CASCADE_WORK`].
+    pub cascade: bool,
 }
 
 /// Tenths by distance: the boundary's own code counts whole, a method it
@@ -189,23 +189,22 @@ impl Draft {
         let mut calls: Vec<SlowCall> = Vec::new();
         for piece in &self.pieces {
             let lines: Vec<&str> = piece.text.lines().collect();
-            if let Some(what) = self.cascade {
-                let listed = calls
-                    .iter()
-                    .any(|c| c.path == piece.path && c.line == piece.line);
-                if piece.dist <= 1 && piece.text.contains("dependent: :destroy") && !listed {
-                    calls.push(SlowCall {
-                        what: what.to_owned(),
-                        code: lines[0].trim().chars().take(120).collect(),
-                        via: None,
-                        path: piece.path.clone(),
-                        line: piece.line,
-                    });
-                }
+            if self.cascade
+                && piece.dist <= 1
+                && piece.text.contains("dependent: :destroy")
+                && !listed_at(&calls, &piece.path, piece.line)
+            {
+                calls.push(SlowCall {
+                    what: CASCADE_WORK.to_owned(),
+                    code: lines[0].trim().chars().take(120).collect(),
+                    via: None,
+                    path: piece.path.clone(),
+                    line: piece.line,
+                });
             }
             for (i, _, what, _) in slow::slow_lines(&piece.text) {
                 let line = piece.line + i;
-                if calls.iter().any(|c| c.path == piece.path && c.line == line) {
+                if listed_at(&calls, &piece.path, line) {
                     continue;
                 }
                 let code: String = lines[i].trim().chars().take(120).collect();
@@ -372,21 +371,15 @@ pub(super) fn transaction_sites(
             let destroy = walker.destroy_call(&model.class);
             let destroyed = destroyed_table.is_some_and(|t| t == model.table);
             let folded = destroy.is_some() || (save == SaveKind::Destroy && destroyed);
+            let (cascades, callbacks): (Vec<Callback>, Vec<Callback>) =
+                callbacks_of(index, model, SaveKind::Any, &located)
+                    .into_iter()
+                    .filter(|c| c.may_run_for(&located))
+                    .partition(|c| folded && walk::is_cascade(c));
             if folded {
-                let cascades: Vec<Callback> =
-                    callbacks_of(index, model, SaveKind::Destroy, &located)
-                        .into_iter()
-                        .filter(|c| walk::is_cascade(c) && c.may_run_for(&located))
-                        .collect();
                 walker.cascade_site(&entry_label, destroy.as_ref(), model, &cascades, &located);
             }
-            for callback in callbacks_of(index, model, SaveKind::Any, &located) {
-                if !callback.may_run_for(&located) {
-                    continue;
-                }
-                if folded && walk::is_cascade(&callback) {
-                    continue;
-                }
+            for callback in callbacks {
                 let agrees = expected.contains(&callback);
                 // A destroy runs the destroyed model's destroy callbacks,
                 // never its save callbacks: a `before_save` of `discussions`
@@ -448,11 +441,7 @@ impl Site {
     fn absorb(&mut self, other: Site) {
         let before = self.slow.len() + self.more_slow;
         for call in other.slow {
-            if self
-                .slow
-                .iter()
-                .any(|c| c.path == call.path && c.line == call.line)
-            {
+            if listed_at(&self.slow, &call.path, call.line) {
                 continue;
             }
             if self.slow.len() < MAX_LISTED {
@@ -479,6 +468,11 @@ impl Site {
         self.inside.extend(other.inside);
         self.last_resort &= other.last_resort;
     }
+}
+
+/// Whether `calls` already lists a slow call at `path` line `line`.
+fn listed_at(calls: &[SlowCall], path: &str, line: usize) -> bool {
+    calls.iter().any(|c| c.path == path && c.line == line)
 }
 
 /// Whether `code` holds any slow work longtx recognises.

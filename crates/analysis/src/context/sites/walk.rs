@@ -597,7 +597,7 @@ impl<'a> Walker<'a> {
             unfired: false,
             another_event: false,
             elsewhere: false,
-            cascade: None,
+            cascade: false,
         });
     }
 
@@ -643,7 +643,7 @@ impl<'a> Walker<'a> {
             unfired: false,
             another_event: false,
             elsewhere: false,
-            cascade: None,
+            cascade: false,
         });
         self.drafts.len() - 1
     }
@@ -741,7 +741,7 @@ impl<'a> Walker<'a> {
             unfired,
             another_event: callback.event.is_some() && !fired,
             elsewhere: false,
-            cascade: None,
+            cascade: false,
         });
         let site = self.drafts.len() - 1;
         // A named method the repository does not define is a gem's (an

@@ -10,7 +10,7 @@
 use super::{Frame, Walker};
 use crate::context::callbacks::{callbacks_of, Callback, SaveKind};
 use crate::context::sites::{Draft, Piece};
-use crate::context::{camelize, ModelRef};
+use crate::context::{camelize, singularize, ModelRef};
 
 /// A `destroy`/`destroy!` call on a record of a known model, reached
 /// outside any explicit transaction.
@@ -193,21 +193,15 @@ impl Walker<'_> {
             unfired: false,
             another_event: false,
             elsewhere: false,
-            cascade: Some(crate::context::sites::CASCADE_WORK),
+            cascade: true,
         });
     }
 
     /// The model of a cascade's rows: `has_many :line_items` is a
     /// `LineItem`, unless `class_name:` says otherwise.
     fn child_model(&self, owner: &ModelRef, cascade: &Callback) -> Option<ModelRef> {
-        let class = class_name_option(&cascade.declaration).or_else(|| {
-            let name = association_of(cascade)?;
-            let singular = name.strip_suffix("ies").map_or_else(
-                || name.strip_suffix('s').unwrap_or(&name).to_owned(),
-                |stem| format!("{stem}y"),
-            );
-            Some(camelize(&singular))
-        })?;
+        let class = class_name_option(&cascade.declaration)
+            .or_else(|| Some(camelize(&singularize(&association_of(cascade)?))))?;
         let scope: Vec<String> = owner.class.split("::").map(str::to_owned).collect();
         let class = self.index.resolve(&class, &scope)?;
         let (path, line) = self.index.classes.get(&class)?;
@@ -246,17 +240,9 @@ fn class_name_option(declaration: &str) -> Option<String> {
 /// The receiver of a `destroy`/`destroy!` call on `code`: `discussion` in
 /// `discussion.destroy!`; none for `destroy_all` or a bare `destroy`.
 fn destroyed_receiver(code: &str) -> Option<String> {
-    for (at, _) in code.match_indices(".destroy") {
-        let after = code[at + ".destroy".len()..].chars().next();
-        if after.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue;
-        }
-        let receiver = super::text::receiver_before(&code[..at]);
-        if !receiver.is_empty() {
-            return Some(receiver);
-        }
-    }
-    None
+    super::text::receivers_of(code, &[".destroy"])
+        .into_iter()
+        .next()
 }
 
 #[cfg(test)]

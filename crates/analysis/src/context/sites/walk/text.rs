@@ -37,15 +37,25 @@ pub(super) fn bulk_statement(code: &str) -> Option<&'static str> {
 /// The receivers of saves in `text`: `order` in `order.save!`, `self` for
 /// a bare `save`.
 pub(super) fn save_receivers(text: &str) -> Vec<String> {
+    receivers_of(
+        text,
+        &[
+            ".save",
+            ".update",
+            ".create",
+            ".destroy",
+            ".update_attribute",
+            ".touch",
+        ],
+    )
+}
+
+/// The receivers of calls of `verbs` in `text`, once each, at most 12: a
+/// verb followed by a word character is another method (`destroy_all`),
+/// except `update_*` (`update_columns` saves too).
+pub(super) fn receivers_of(text: &str, verbs: &[&str]) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
-    for save in [
-        ".save",
-        ".update",
-        ".create",
-        ".destroy",
-        ".update_attribute",
-        ".touch",
-    ] {
+    for &save in verbs {
         for (at, _) in text.match_indices(save) {
             let after = text[at + save.len()..].chars().next();
             if after.is_some_and(|c| c.is_alphanumeric() || (c == '_' && save != ".update")) {
