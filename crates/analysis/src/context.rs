@@ -14,10 +14,10 @@ mod sites;
 mod statesman;
 pub(crate) use class_index::is_model_path;
 use class_index::ClassIndex;
-pub use models::camelize;
 #[cfg(test)]
 use models::explicit_table_name;
-use models::{model_of, singularize};
+use models::model_of;
+pub use models::{camelize, singularize};
 pub use sites::{has_slow_work, Site, SlowCall, CASCADE_WORK, MAX_SITES};
 use std::path::Path;
 

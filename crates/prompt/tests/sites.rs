@@ -840,3 +840,35 @@ fn methods_declared_on_one_callback_line_share_one_site_with_all_their_slow_work
         "both methods' slow calls are listed: {section}"
     );
 }
+
+#[test]
+fn a_library_objects_method_is_not_taken_for_the_one_model_method_of_that_name() {
+    // OpenStreetMap's DiffReader calls LibXML's `@doc.import(node)`; the
+    // application's only `def import` is Trace's, which reads a GPX file
+    // and bulk-deletes points. The upload never runs it.
+    let app = App::new(
+        "library-object",
+        &[
+            (
+                "app/controllers/uploads_controller.rb",
+                "class UploadsController < ApplicationController\n  def create\n    Changeset.transaction do\n      DiffReader.new(request.raw_post).commit\n    end\n  end\nend\n",
+            ),
+            (
+                "lib/diff_reader.rb",
+                "class DiffReader\n  def initialize(xml)\n    @doc = XML::Document.new\n    @xml = xml\n  end\n\n  def commit\n    node = @doc.import(@xml)\n    Node.create!(data: node.to_s)\n  end\nend\n",
+            ),
+            (
+                "app/models/trace.rb",
+                "class Trace < ApplicationRecord\n  def import\n    Tracepoint.where(trace: id).delete_all\n    File.open(path).each_line { |l| Tracepoint.create!(line: l) }\n  end\nend\n",
+            ),
+            ("app/models/node.rb", "class Node < ApplicationRecord\nend\n"),
+            ("app/models/changeset.rb", "class Changeset < ApplicationRecord\nend\n"),
+        ],
+    );
+    let prompt = app.prompt("uploads#create", &["nodes"]);
+    let section = sites(&prompt);
+    assert!(
+        !section.contains("Tracepoint.where") && !section.contains("Trace#import"),
+        "LibXML's import is not Trace's: {section}"
+    );
+}

@@ -10,7 +10,12 @@
 //!   `ImageImporter.new.import(url)`);
 //! - a bare `.get(`/`.post(` whose argument is no URL or path
 //!   (`CurrentConfig.get(:currency)`).
+//!
+//! Round 2's reviewer added one: a batch write narrowed to a unique index
+//! (`UserRole.where(user: u, role: r).delete_all`) is one row, and so is
+//! a loop over such a `where`.
 
+use crate::unique_keys::UniqueKeys;
 use std::path::Path;
 
 /// HTTP clients whose name on the line settles it.
@@ -36,22 +41,28 @@ const BULK_VERBS: [&str; 6] = [
 ];
 
 /// Whether the scan reports this slow call.
-pub(crate) fn confident(repo: &Path, kind: &str, code: &str) -> bool {
+pub(crate) fn confident(repo: &Path, keys: &UniqueKeys, kind: &str, code: &str) -> bool {
     match kind {
         // How long a cascade runs depends on how many rows hang off the
         // record, which only production shows: the prompt lists it because
         // an alert said the transaction was long; the scan has no such word.
         k if k == longtx_analysis::CASCADE_WORK => false,
-        "a batch write" => unbounded_bulk(code),
+        "a batch write" => unbounded_bulk(code, keys),
+        // A loop or batch over a `where` on a unique index visits one row.
+        "a batch over many rows" | "a loop of writes or enqueues" => {
+            !keys.one_row(code, code.len())
+        }
         "a bulk import" => model_import(repo, code),
         "an HTTP call" => http_call(code),
+        "file work" => !cheap_file_call(code),
         _ => true,
     }
 }
 
 /// `Issue.where(status_id: id).update_all(...)`, `Ledger::Mapping.delete_all`:
-/// the statement's receiver is a class, and it is not narrowed to one row.
-fn unbounded_bulk(code: &str) -> bool {
+/// the statement's receiver is a class, and it is not narrowed to one row
+/// (by its id, or by a unique index of its table).
+fn unbounded_bulk(code: &str, keys: &UniqueKeys) -> bool {
     let Some(at) = BULK_VERBS.iter().filter_map(|v| code.find(v)).min() else {
         return true;
     };
@@ -62,10 +73,28 @@ fn unbounded_bulk(code: &str) -> bool {
         Some(eq) if !statement[..eq].contains('(') => statement[eq + 3..].trim_start(),
         _ => statement,
     };
+    // `where( id: id )` is spaced in some code bases.
+    let narrowed = code[..at].replace("( ", "(");
     let one_row = ["(id:", "(:id =>", "({:id =>", "(id =>", "(id: "]
         .iter()
-        .any(|n| code[..at].contains(n));
-    receiver.starts_with(|c: char| c.is_ascii_uppercase()) && !one_row
+        .any(|n| narrowed.contains(n));
+    receiver.starts_with(|c: char| c.is_ascii_uppercase()) && !one_row && !keys.one_row(code, at)
+}
+
+/// Removing a file or making a folder (`FileUtils.rm(path, force:
+/// true)`): one system call, not slow work; a reviewer judged an
+/// `after_destroy` removing a cached page so (round 3).
+fn cheap_file_call(code: &str) -> bool {
+    [
+        "FileUtils.rm",
+        "FileUtils.mkdir",
+        "FileUtils.touch",
+        "File.delete",
+        "File.unlink",
+        "File.exist",
+    ]
+    .iter()
+    .any(|c| code.contains(c))
 }
 
 /// `Product.import(rows)` where `Product` is a model of the checkout.
@@ -122,16 +151,24 @@ mod tests {
     #[test]
     fn a_destroys_cascade_is_left_to_the_alert_that_measured_it() {
         let repo = Path::new("/nonexistent");
+        let keys = UniqueKeys::default();
         assert!(!confident(
             repo,
+            &keys,
             longtx_analysis::CASCADE_WORK,
             "has_many :comments, dependent: :destroy"
         ));
-        assert!(confident(repo, "a mail delivery", "Mailer.x.deliver_now"));
+        assert!(confident(
+            repo,
+            &keys,
+            "a mail delivery",
+            "Mailer.x.deliver_now"
+        ));
     }
 
     #[test]
     fn bounded_bulk_statements_and_config_lookups_are_not_reported() {
+        let unbounded_bulk = |code: &str| super::unbounded_bulk(code, &UniqueKeys::default());
         assert!(unbounded_bulk(
             "Issue.where(:status_id => id).update_all('x')"
         ));
@@ -148,6 +185,11 @@ mod tests {
         assert!(!unbounded_bulk(
             "Message.where({:id => parent.id}).update_all(x)"
         ));
+        assert!(!unbounded_bulk(
+            "Message.where( id: id ).update_all( thread_id: id )"
+        ));
+        assert!(cheap_file_call("FileUtils.rm( cache_path, force: true )"));
+        assert!(!cheap_file_call("File.open(zip_path) do |f|"));
         assert!(http_call("ColumnService.get(\"/institutions/#{bic}\")"));
         assert!(http_call("response = Faraday.get(url)"));
         assert!(!http_call("self.currency = CurrentConfig.get(:currency)"));

@@ -14,6 +14,7 @@ mod entries;
 mod finding;
 pub mod sarif;
 pub mod text;
+mod unique_keys;
 
 pub use entries::entry_points;
 pub use finding::{Finding, PatternRef, Silenced, SlowLine};
@@ -95,13 +96,14 @@ pub fn scan_entries(
         .map_or(1, |n| n.get())
         .clamp(1, 8);
     let chunk = entries.len().div_ceil(threads).max(1);
+    let keys = &unique_keys::UniqueKeys::read(repo);
     let per_entry: Vec<Vec<(String, Finding)>> = std::thread::scope(|scope| {
         let workers: Vec<_> = entries
             .chunks(chunk)
             .map(|part| {
                 scope.spawn(move || {
                     part.iter()
-                        .map(|s| findings_of(repo, catalogue, s))
+                        .map(|s| findings_of(repo, keys, catalogue, s))
                         .collect::<Vec<_>>()
                 })
             })
@@ -149,7 +151,12 @@ pub fn scan_entries(
 }
 
 /// The findings one entry point reaches, each with the entry's source.
-fn findings_of(repo: &Path, catalogue: Option<&Catalogue>, source: &str) -> Vec<(String, Finding)> {
+fn findings_of(
+    repo: &Path,
+    keys: &unique_keys::UniqueKeys,
+    catalogue: Option<&Catalogue>,
+    source: &str,
+) -> Vec<(String, Finding)> {
     let candidates = locate(repo, source);
     if candidates.is_empty() {
         return Vec::new();
@@ -159,7 +166,7 @@ fn findings_of(repo: &Path, catalogue: Option<&Catalogue>, source: &str) -> Vec<
     let mut out = Vec::new();
     for (i, site) in context.sites.iter().enumerate() {
         let owned = |path: &str, line: usize| owners.get(&(path.to_owned(), line)) == Some(&i);
-        let findings = finding::of_site(repo, site, &owned);
+        let findings = finding::of_site(repo, keys, site, &owned);
         // One ranking per site, shared by its kinds of slow call.
         let pattern = if findings.is_empty() {
             None

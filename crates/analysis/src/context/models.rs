@@ -73,7 +73,7 @@ pub(super) fn explicit_table_name(text: &str) -> Option<String> {
 
 /// English plurals as Rails' default inflections have them, for table and
 /// association names.
-pub(super) fn singularize(table: &str) -> String {
+pub fn singularize(table: &str) -> String {
     let (head, last) = match table.rsplit_once('_') {
         Some((head, last)) => (format!("{head}_"), last),
         None => (String::new(), table),

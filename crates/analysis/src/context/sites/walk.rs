@@ -924,6 +924,29 @@ impl<'a> Walker<'a> {
         })
     }
 
+    /// Whether the receiver was made in this file from a class the
+    /// application does not define (`@doc = XML::Document.new`): a
+    /// library's object, whose `@doc.import` is LibXML's, not the one
+    /// model method of that name.
+    fn library_object(&self, frame: &Frame, receiver: &str) -> bool {
+        let assigned = format!("{receiver} = ");
+        frame.file_text.lines().any(|line| {
+            let Some(value) = line.trim().strip_prefix(&assigned) else {
+                return false;
+            };
+            let constant: String = value
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            constant.starts_with(|c: char| c.is_ascii_uppercase())
+                && value[constant.len()..].starts_with('.')
+                && self
+                    .index
+                    .resolve_any(&constant, &frame.namespace())
+                    .is_none()
+        })
+    }
+
     /// A method of the frame's class: its file, its modules, its parents.
     fn own_method(&self, frame: &Frame, name: &str) -> Option<Def> {
         if let Some((line, body)) = find_def(&frame.file_text, name) {
@@ -1104,6 +1127,9 @@ impl<'a> Walker<'a> {
                 found.push((class, def));
                 return found;
             }
+        }
+        if self.library_object(frame, receiver) {
+            return found;
         }
         if let Some([(path, line)]) = self.index.methods.get(method).map(Vec::as_slice) {
             if let Some(text) = self.index.texts.get(path) {
