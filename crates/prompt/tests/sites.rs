@@ -872,3 +872,53 @@ fn a_library_objects_method_is_not_taken_for_the_one_model_method_of_that_name()
         "LibXML's import is not Trace's: {section}"
     );
 }
+
+#[test]
+fn an_error_class_declared_on_one_line_at_the_top_of_a_model_does_not_own_the_rest_of_it() {
+    // danbooru's `User` opens with `class PrivilegeError < StandardError;
+    // end`; the methods below it are `User`'s, and so are their callbacks.
+    let app = App::new(
+        "nested-error",
+        &[
+            (
+                "app/controllers/passwords_controller.rb",
+                "class PasswordsController < ApplicationController\n  def update\n    @user = User.find(params[:id])\n    @user.change_password(params[:password])\n  end\nend\n",
+            ),
+            (
+                "app/models/user.rb",
+                "class User < ApplicationRecord\n  class PrivilegeError < StandardError; end\n\n  after_save :sync_directory\n\n  def change_password(password)\n    with_lock do\n      update!(password: password)\n    end\n  end\n\n  def sync_directory\n    Net::HTTP.post(URI(\"https://directory.example/users\"), id.to_s)\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("passwords#update", &["users"]);
+    let section = sites(&prompt);
+    assert!(section.contains("User#change_password"), "{section}");
+    assert!(!section.contains("PrivilegeError"), "{section}");
+}
+
+#[test]
+fn a_method_sent_through_delay_runs_in_a_worker_not_in_the_transaction() {
+    // iNaturalist's callbacks enqueue with delayed_job's proxy:
+    // `Identification.delay(...).run_update_curator_identification(id)`
+    // runs later, in a worker; the job's `unique_hash` names the method
+    // too, in a string the walk would otherwise read as a call.
+    let app = App::new(
+        "delay-proxy",
+        &[
+            (
+                "app/controllers/guides_controller.rb",
+                "class GuidesController < ApplicationController\n  def update\n    @guide = Guide.find(params[:id])\n    @guide.update!(guide_params)\n  end\nend\n",
+            ),
+            (
+                "app/models/guide.rb",
+                "class Guide < ApplicationRecord\n  after_save :update_curators\n\n  def update_curators\n    Guide.\n      delay(\n        priority: 1,\n        unique_hash: { \"Guide::run_update_curators\": id }\n      ).\n      run_update_curators( id )\n  end\n\n  def self.run_update_curators(id)\n    Net::HTTP.post(URI(\"https://archive.example/ngz\"), id.to_s)\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("guides#update", &["guides"]);
+    assert!(prompt.contains("update_curators"), "{prompt}");
+    assert!(
+        !prompt.contains("archive.example"),
+        "the upload runs in the job, not in the save: {prompt}"
+    );
+}

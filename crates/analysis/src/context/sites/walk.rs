@@ -282,11 +282,33 @@ pub(in crate::context) fn entry_label(candidate: &Candidate) -> String {
     }
 }
 
-/// The innermost class declared before the 1-based `line`.
+/// The innermost class whose body holds the 1-based `line`: not a class
+/// closed above it (`class PrivilegeError < StandardError; end` at the
+/// top of `User` leaves the rest of the file `User`'s).
 fn class_at(text: &str, line: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let ends_at = |start: usize| -> usize {
+        let Some(first) = lines.get(start - 1) else {
+            return start;
+        };
+        let code = first.trim_end();
+        if code.ends_with(" end") || code.ends_with(";end") {
+            return start;
+        }
+        let indent = first.len() - first.trim_start().len();
+        lines
+            .iter()
+            .enumerate()
+            .skip(start)
+            .find(|(_, l)| {
+                let t = l.trim_start();
+                l.len() - t.len() == indent && (t == "end" || t.starts_with("end "))
+            })
+            .map_or(lines.len(), |(i, _)| i + 1)
+    };
     declared_classes(text)
         .iter()
-        .rfind(|(at, _)| *at <= line)
+        .rfind(|(at, _)| *at <= line && ends_at(*at) >= line)
         .map(|(_, name)| name.clone())
         .unwrap_or_default()
 }
@@ -1005,6 +1027,7 @@ impl<'a> Walker<'a> {
 
     /// The methods `text` calls that the repository defines.
     fn calls(&self, frame: &Frame, text: &str, inside: Option<(usize, u32)>) -> Vec<Frame> {
+        let deferred = text::deferred_methods(text);
         let mut found: Vec<Frame> = Vec::new();
         let namespace = frame.namespace();
         for (constant, method) in constant_calls(text) {
@@ -1063,6 +1086,10 @@ impl<'a> Walker<'a> {
                 found.push(self.child(frame, format!("{class}#{method}"), def, inside));
             }
         }
+        found.retain(|f| {
+            let method = f.label.rsplit(['#', '.']).next().unwrap_or("");
+            !deferred.iter().any(|d| d == method)
+        });
         found
     }
 

@@ -26,7 +26,8 @@ pub(super) fn bulk_statement(code: &str) -> Option<&'static str> {
         "find_by",
         "(id: record.id",
     ];
-    if ONE_ROW.iter().any(|one| code.contains(one)) || code.contains("in_batches") {
+    let narrowed = code.replace("( ", "(");
+    if ONE_ROW.iter().any(|one| narrowed.contains(one)) || code.contains("in_batches") {
         return None;
     }
     BULK.iter()
@@ -176,6 +177,61 @@ pub(super) fn receiver_before(text: &str) -> String {
     identifier_before(text, &['@', ':'])
 }
 
+/// The methods `text` sends through a job library's proxy:
+/// `delay(priority: 1).commit_records` (delayed_job, Sidekiq's extension)
+/// enqueues `commit_records`, which runs later in a worker, so the walk
+/// must not read it as run inside the transaction (nor read its name in
+/// the job's `unique_hash` string as a call). The enqueue itself is still
+/// seen on its line.
+pub(super) fn deferred_methods(text: &str) -> Vec<String> {
+    const PROXIES: [&str; 3] = ["delay", "delay_for", "delay_until"];
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut found: Vec<String> = Vec::new();
+    for (at, _) in text.match_indices("delay") {
+        let word_end = text[at..]
+            .find(|c: char| !is_word(c))
+            .map_or(text.len(), |n| at + n);
+        let starts_word = text[..at].chars().next_back().is_none_or(|c| !is_word(c));
+        if !starts_word || !PROXIES.contains(&&text[at..word_end]) {
+            continue;
+        }
+        let mut rest = &text[word_end..];
+        if rest.starts_with('(') {
+            let mut depth = 0;
+            let close = rest.char_indices().find_map(|(i, c)| {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i);
+                        }
+                    }
+                    _ => {}
+                }
+                None
+            });
+            let Some(close) = close else {
+                continue;
+            };
+            rest = &rest[close + 1..];
+        }
+        // `).` and the method may be split over lines.
+        let Some(after) = rest.trim_start().strip_prefix('.') else {
+            continue;
+        };
+        let after = after.trim_start();
+        let method: String = after
+            .chars()
+            .take_while(|c| is_word(*c) || *c == '?' || *c == '!')
+            .collect();
+        if !method.is_empty() && !found.contains(&method) {
+            found.push(method);
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +282,15 @@ mod tests {
             without_strings("raise 'a create' if \"x\" == y"),
             "raise '' if \"\" == y"
         );
+    }
+
+    #[test]
+    fn a_method_sent_through_a_job_proxy_is_not_a_call_made_here() {
+        let text = "self.delay(priority: 1, queue: \"x\").commit_records\nProjectUser.delay.update_curators(id)\nIdentification.\n  delay(\n    run_at: 1.minute.from_now\n  ).\n  run_update( id )\nsave!\n";
+        assert_eq!(
+            deferred_methods(text),
+            ["commit_records", "update_curators", "run_update"]
+        );
+        assert!(deferred_methods("delayed_job.run\ndelay = 3\n").is_empty());
     }
 }
