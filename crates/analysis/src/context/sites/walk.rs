@@ -854,7 +854,8 @@ impl<'a> Walker<'a> {
             if self.drafts[s].is_callback {
                 continue;
             }
-            for callback in callbacks_of(self.index, model, SaveKind::Any, text) {
+            let kind = save_kind(text, frame, model, self.index);
+            for callback in callbacks_of(self.index, model, kind, text) {
                 if callback.inside && callback.may_run_for(text) && self.drafts[s].pieces.len() < 40
                 {
                     let (path, line) = callback
@@ -1173,6 +1174,53 @@ impl<'a> Walker<'a> {
 /// Whether `text` saves (or destroys) a record of `model`: on a receiver
 /// named after it, on the class itself, or as the model's own `save`.
 fn saves_model(text: &str, frame: &Frame, model: &ModelRef, index: &ClassIndex) -> bool {
+    !verbs_saving(text, frame, model, index).is_empty()
+}
+
+/// Which callbacks a save of `model` in `text` runs: only the update ones
+/// when every save of it there is an update of a record that exists
+/// (`user.update(password: ...)` sends no `after_create` welcome mail).
+fn save_kind(text: &str, frame: &Frame, model: &ModelRef, index: &ClassIndex) -> SaveKind {
+    const UPDATES: [&str; 6] = [
+        "update",
+        "update!",
+        "update_attribute",
+        "update_attributes",
+        "update_attributes!",
+        "touch",
+    ];
+    let verbs = verbs_saving(text, frame, model, index);
+    let others = text::receivers_of(text, &[".save", ".create", ".destroy"])
+        .into_iter()
+        .chain(text::appended_to(text))
+        .any(|r| frame_model_is(frame, &r, model));
+    if !verbs.is_empty()
+        && verbs.iter().all(|v| UPDATES.contains(v))
+        && !others
+        && !text::saves_bare(text)
+    {
+        SaveKind::Update
+    } else {
+        SaveKind::Any
+    }
+}
+
+/// Whether `receiver` reads as a record of `model` (`@user`, `user`).
+fn frame_model_is(frame: &Frame, receiver: &str, model: &ModelRef) -> bool {
+    let short = model.class.rsplit("::").next().unwrap_or(&model.class);
+    let name = receiver.trim_start_matches('@');
+    camelize(name) == short || (name == "self" && frame.class == model.class)
+}
+
+/// The save verbs `text` sends to a record of `model`: on a receiver
+/// named after it, on the class itself, or as the model's own `save`.
+fn verbs_saving(
+    text: &str,
+    frame: &Frame,
+    model: &ModelRef,
+    index: &ClassIndex,
+) -> Vec<&'static str> {
+    let mut verbs = Vec::new();
     const SAVES: [&str; 12] = [
         "save",
         "save!",
@@ -1205,7 +1253,7 @@ fn saves_model(text: &str, frame: &Frame, model: &ModelRef, index: &ClassIndex) 
                 if !before.ends_with('.') {
                     // A bare `save!` in the model's own method.
                     if own && !before.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
-                        return true;
+                        verbs.push(save);
                     }
                     continue;
                 }
@@ -1219,11 +1267,11 @@ fn saves_model(text: &str, frame: &Frame, model: &ModelRef, index: &ClassIndex) 
                         .iter()
                         .any(|r| r.rsplit("::").next() == Some(&camelize(name)))
                 {
-                    return true;
+                    verbs.push(save);
                 }
             }
         }
     }
     let _ = block_from;
-    false
+    verbs
 }
