@@ -435,6 +435,15 @@ fn find_singleton_def(text: &str, name: &str) -> Option<(usize, String)> {
         .map(|d| (d.line, block_from(text, d.line)))
 }
 
+/// Whether the `def` at 1-based `line` defines a class method (`def
+/// self.x`, or one inside `class << self` or a concern's `class_methods`).
+fn singleton_def_at(text: &str, line: usize) -> bool {
+    facts_of(text)
+        .defs
+        .iter()
+        .any(|d| d.line == line && d.singleton)
+}
+
 /// [`ruby_facts::read`] of a file's text, remembered ([`memo`]).
 fn facts_of(text: &str) -> std::rc::Rc<ruby_facts::RubyFacts> {
     thread_local! {

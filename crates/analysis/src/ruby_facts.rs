@@ -76,7 +76,9 @@ pub fn read(text: &str) -> RubyFacts {
             .find(|o| !o.singleton)
             .map(|o| o.full.clone());
         let in_singleton = stack.last().is_some_and(|o| o.singleton);
-        if code.starts_with("class << self") {
+        // A concern's `class_methods do` block defines class methods, as
+        // `class << self` does (danbooru's `ApplicationRecord.update!`).
+        if code.starts_with("class << self") || code == "class_methods do" {
             if let Some(owner) = owner {
                 stack.push(Open {
                     indent,

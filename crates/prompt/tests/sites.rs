@@ -922,3 +922,32 @@ fn a_method_sent_through_delay_runs_in_a_worker_not_in_the_transaction() {
         "the upload runs in the job, not in the save: {prompt}"
     );
 }
+
+#[test]
+fn a_records_own_update_is_not_a_concerns_class_method_of_that_name() {
+    // danbooru's ApplicationRecord defines, in a concern's `class_methods`
+    // block, a relation-wide `update!` that loops over every record. A
+    // model's bare `update!(status: ...)` is Active Record's own.
+    let app = App::new(
+        "class-methods",
+        &[
+            (
+                "app/controllers/requests_controller.rb",
+                "class RequestsController < ApplicationController\n  def approve\n    @request = Request.find(params[:id])\n    @request.approve!\n  end\nend\n",
+            ),
+            (
+                "app/models/application_record.rb",
+                "class ApplicationRecord < ActiveRecord::Base\n  self.abstract_class = true\n\n  concerning :BulkMethods do\n    class_methods do\n      def update!(*args)\n        all.each { |record| record.update!(*args) }\n      end\n    end\n  end\nend\n",
+            ),
+            (
+                "app/models/request.rb",
+                "class Request < ApplicationRecord\n  def approve!\n    transaction do\n      update!(status: \"approved\")\n    end\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("requests#approve", &["requests"]);
+    assert!(
+        !prompt.contains("all.each { |record| record.update!(*args) }"),
+        "{prompt}"
+    );
+}

@@ -12,7 +12,8 @@ use crate::context::{
 };
 use crate::controllers::included;
 use crate::{
-    block_from, declared_classes, find_def, find_instance_def, find_singleton_def, Candidate,
+    block_from, declared_classes, find_def, find_instance_def, find_singleton_def,
+    singleton_def_at, Candidate,
 };
 use std::collections::HashSet;
 
@@ -996,9 +997,15 @@ impl<'a> Walker<'a> {
             }
             class = parent.clone();
         }
+        // A record's own `update!` called bare is Active Record's, never a
+        // parent's class method of that name.
+        let record_method = RECORD_METHODS.contains(&name);
         owners.into_iter().find_map(|owner| {
             let (path, text) = self.index.file_of(&owner)?;
             let (line, body) = find_def(text, name)?;
+            if record_method && singleton_def_at(text, line) {
+                return None;
+            }
             Some((path.clone(), line, body, text.clone()))
         })
     }
