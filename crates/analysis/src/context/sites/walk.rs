@@ -1163,10 +1163,10 @@ impl<'a> Walker<'a> {
                 return found;
             }
         }
-        if self.library_object(frame, receiver) {
-            return found;
-        }
         if let Some([(path, line)]) = self.index.methods.get(method).map(Vec::as_slice) {
+            if self.library_object(frame, receiver) {
+                return found;
+            }
             if let Some(text) = self.index.texts.get(path) {
                 if let Some((_, body)) = find_def(text, method) {
                     let class = class_at(text, *line);

@@ -95,26 +95,7 @@ pub(super) fn calls_on_bare_new(text: &str) -> Vec<String> {
         if before.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '@')) {
             continue;
         }
-        let mut rest = &text[at + 3..];
-        if rest.starts_with('(') {
-            let mut depth = 0usize;
-            let Some(close) = rest.char_indices().find_map(|(i, c)| {
-                match c {
-                    '(' => depth += 1,
-                    ')' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(i);
-                        }
-                    }
-                    _ => {}
-                }
-                None
-            }) else {
-                continue;
-            };
-            rest = &rest[close + 1..];
-        }
+        let rest = crate::context::skip_parens(&text[at + 3..]);
         if let Some(after) = rest.strip_prefix('.') {
             let method = crate::context::word_at(after);
             if method.len() >= 3 && !found.contains(&method) {
@@ -195,36 +176,12 @@ pub(super) fn deferred_methods(text: &str) -> Vec<String> {
         if !starts_word || !PROXIES.contains(&&text[at..word_end]) {
             continue;
         }
-        let mut rest = &text[word_end..];
-        if rest.starts_with('(') {
-            let mut depth = 0;
-            let close = rest.char_indices().find_map(|(i, c)| {
-                match c {
-                    '(' => depth += 1,
-                    ')' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(i);
-                        }
-                    }
-                    _ => {}
-                }
-                None
-            });
-            let Some(close) = close else {
-                continue;
-            };
-            rest = &rest[close + 1..];
-        }
         // `).` and the method may be split over lines.
+        let rest = crate::context::skip_parens(&text[word_end..]);
         let Some(after) = rest.trim_start().strip_prefix('.') else {
             continue;
         };
-        let after = after.trim_start();
-        let method: String = after
-            .chars()
-            .take_while(|c| is_word(*c) || *c == '?' || *c == '!')
-            .collect();
+        let method = crate::context::word_at(after.trim_start());
         if !method.is_empty() && !found.contains(&method) {
             found.push(method);
         }
