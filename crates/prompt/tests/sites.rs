@@ -951,3 +951,47 @@ fn a_records_own_update_is_not_a_concerns_class_method_of_that_name() {
         "{prompt}"
     );
 }
+
+#[test]
+fn mail_sent_after_commit_and_work_in_an_after_commit_block_are_not_in_the_transaction() {
+    // otwarchive sends mail with its own `deliver_after_commit`, built on
+    // the after_commit_everywhere gem, whose `after_commit { }` runs the
+    // block once the outermost transaction commits.
+    let app = App::new(
+        "after-commit-helpers",
+        &[
+            (
+                "app/controllers/comments_controller.rb",
+                "class CommentsController < ApplicationController\n  def create\n    @comment = Comment.new(comment_params)\n    @comment.save!\n  end\nend\n",
+            ),
+            (
+                "app/models/comment.rb",
+                "class Comment < ApplicationRecord\n  after_create :notify_parent\n\n  def notify_parent\n    CommentMailer.reply_sent(id).deliver_after_commit\n    after_commit do\n      push_to_archive\n    end\n  end\n\n  def push_to_archive\n    Net::HTTP.post(URI(\"https://archive.example/c\"), id.to_s)\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("comments#create", &["comments"]);
+    assert!(prompt.contains("notify_parent"), "{prompt}");
+    let leads = &prompt[prompt.find("## Leads").unwrap()..prompt.find("## Around it").unwrap()];
+    assert!(
+        !leads.contains("app/models/comment.rb"),
+        "nothing in the callback runs before the commit: {leads}"
+    );
+}
+
+#[test]
+fn work_under_a_redis_lock_is_no_transaction_site() {
+    // bike_index serialises a job with the redlock gem:
+    // `lock_manager.lock(key, ttl)` takes a lock in Redis, and no
+    // database transaction is open under it.
+    let app = App::new(
+        "redis-lock",
+        &[(
+            "app/jobs/enrich_activities_job.rb",
+            "class EnrichActivitiesJob < ApplicationJob\n  def perform(id)\n    lock_manager = Redlock::Client.new([ENV[\"REDIS_URL\"]])\n    redlock = lock_manager.lock(\"enrich-#{id}\", 300_000)\n    return unless redlock\n    Net::HTTP.get(URI(\"https://strava.example/activities/#{id}\"))\n  ensure\n    lock_manager.unlock(redlock) if redlock\n  end\nend\n",
+        )],
+    );
+    let prompt = app.prompt("EnrichActivitiesJob", &["activities"]);
+    assert!(prompt.contains("EnrichActivitiesJob"), "{prompt}");
+    assert!(!prompt.contains("takes a row lock"), "{prompt}");
+}

@@ -39,11 +39,20 @@ pub(super) fn opener(code: &str) -> Option<Opener> {
     if occurrences(code, "with_lock") > 0 {
         return Some(Opener::RowLock);
     }
-    let row_lock = occurrences(code, "lock!") > 0
-        || occurrences(code, ".lock") > 0
-        || code.contains(".lock(")
-        || code.contains("FOR UPDATE");
+    let relation_lock =
+        (occurrences(code, ".lock") > 0 || code.contains(".lock(")) && !lock_outside_database(code);
+    let row_lock = occurrences(code, "lock!") > 0 || relation_lock || code.contains("FOR UPDATE");
     row_lock.then_some(Opener::RowLock)
+}
+
+/// A `.lock` that takes no database lock: a Redis lock manager's
+/// (`lock_manager.lock(key, ttl)` with the redlock gem) or a Ruby mutex's.
+/// It holds no transaction open, so what runs under it is no site.
+fn lock_outside_database(code: &str) -> bool {
+    let lower = code.to_ascii_lowercase();
+    ["lock_manager", "redlock", "redis", "mutex", "semaphore"]
+        .iter()
+        .any(|name| lower.contains(name))
 }
 
 /// The 0-based last line of what `opener` at the 0-based `at` holds:
@@ -92,6 +101,16 @@ mod tests {
         assert_eq!(opener("@order.with_lock do"), Some(Opener::RowLock));
         assert_eq!(opener("lock!"), Some(Opener::RowLock));
         assert_eq!(opener("Order.lock.find(id)"), Some(Opener::RowLock));
+        assert_eq!(
+            opener("redlock = lock_manager.lock(key, 5.minutes.in_milliseconds)"),
+            None,
+            "a Redis lock holds no transaction"
+        );
+        assert_eq!(opener("@mutex.lock"), None);
+        assert_eq!(
+            opener("order = Order.lock(true).find(id)"),
+            Some(Opener::RowLock)
+        );
         assert_eq!(opener("def with_transaction_returning_status"), None);
         assert_eq!(opener("transactions.each do |t|"), None);
         assert_eq!(opener("lock_version = 1"), None);

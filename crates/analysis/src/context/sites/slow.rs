@@ -187,9 +187,61 @@ pub(super) fn occurrences(text: &str, needle: &str) -> u32 {
         .count() as u32
 }
 
+/// `code` with every line that runs only after the commit blanked (its
+/// line count kept, so line numbers still hold): a call sent through an
+/// after-commit helper (`deliver_after_commit`, an application's own on top
+/// of the `after_commit_everywhere` gem), and the body of a block given to
+/// `after_commit` (that gem's, or a record's transaction's in Rails 7.2)
+/// or to `ActiveRecord.after_all_transactions_commit` (Rails 7.2). What
+/// they run is outside the transaction, however slow.
+pub(super) fn without_deferred(code: &str) -> String {
+    let lines: Vec<&str> = code.lines().collect();
+    let mut kept: Vec<&str> = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let Some(block) = deferred_call(line) else {
+            kept.push(line);
+            i += 1;
+            continue;
+        };
+        kept.push("");
+        i += 1;
+        if block {
+            let indent = line.len() - line.trim_start().len();
+            while i < lines.len() {
+                let this = lines[i];
+                let inner = this.len() - this.trim_start().len() > indent;
+                if !(inner || this.trim().is_empty()) {
+                    break;
+                }
+                kept.push("");
+                i += 1;
+            }
+        }
+    }
+    kept.join("\n")
+}
+
+/// Whether `line` defers work to after the commit: `Some(true)` when it
+/// opens a multi-line block whose body is deferred too.
+fn deferred_call(line: &str) -> Option<bool> {
+    let code = line.trim();
+    if code.starts_with('#') {
+        return None;
+    }
+    let deferring = code.split(|c: char| !is_word(c)).any(|w| {
+        w == "after_commit" || w.ends_with("_after_commit") || w == "after_all_transactions_commit"
+    });
+    if !deferring {
+        return None;
+    }
+    Some(code.ends_with(" do") || code.contains(" do |"))
+}
+
 /// Slow work in `code` (comments dropped): (weight, what, needle) each.
 pub(super) fn slow_work(code: &str) -> Vec<(u32, &'static str, &'static str)> {
-    let code: String = code
+    let code: String = without_deferred(code)
         .lines()
         .filter(|l| !l.trim_start().starts_with('#'))
         .collect::<Vec<_>>()
@@ -211,6 +263,7 @@ pub(super) fn slow_work(code: &str) -> Vec<(u32, &'static str, &'static str)> {
 /// line of `code` that holds some, the heaviest kind on a line only, so
 /// the prompt can name every slow call and where it is.
 pub(super) fn slow_lines(code: &str) -> Vec<(usize, u32, &'static str, &'static str)> {
+    let code = without_deferred(code);
     let lines: Vec<&str> = code.lines().collect();
     let mut found = Vec::new();
     for (i, line) in lines.iter().enumerate() {
@@ -348,5 +401,17 @@ mod tests {
         assert!(loop_of_writes("items.each do |i|\n  i.update!(x: 1)\nend").is_some());
         assert!(loop_of_writes("ids.each { |id| Job.perform_later(id) }").is_some());
         assert!(loop_of_writes("items.each do |i|\n  puts i\nend").is_none());
+    }
+
+    #[test]
+    fn work_deferred_to_after_the_commit_is_not_slow_work_in_it() {
+        let code = "CommentMailer.reply(self).deliver_after_commit\nafter_commit do\n  Faraday.post(url)\nend\nActiveRecord.after_all_transactions_commit { Slack.ping(x) }\nOrderMailer.placed(self).deliver_now";
+        let found: Vec<&str> = slow_lines(code).iter().map(|(_, _, _, n)| *n).collect();
+        assert_eq!(
+            found,
+            ["deliver_now"],
+            "only the mail sent in the transaction"
+        );
+        assert_eq!(slow_lines(code)[0].0, 5, "line numbers are kept");
     }
 }

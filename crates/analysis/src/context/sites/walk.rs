@@ -428,6 +428,12 @@ impl<'a> Walker<'a> {
             if let Some((s, _)) = inside {
                 self.note_unread(&frame, &text_calls, s);
             }
+            // What a block given to `after_commit` calls runs after the
+            // commit: not inside this site.
+            let text_calls = match inside {
+                Some(_) => super::slow::without_deferred(&text_calls),
+                None => text_calls,
+            };
             for child in self.calls(&frame, &text_calls, inside) {
                 self.walk(child);
             }
