@@ -239,11 +239,24 @@ fn deferred_call(line: &str) -> Option<bool> {
     Some(code.ends_with(" do") || code.contains(" do |"))
 }
 
+/// The part of a line slow work is looked for in: none of a comment, and
+/// none of a method's `def` line, which names a method rather than calling
+/// one (`def reindex_request_events` indexes nothing; its body is read
+/// where it runs). Words in strings still count: ignoring them cost the
+/// pattern held-out set one case of 37.
+fn searched(line: &str) -> &str {
+    let code = line.trim_start();
+    if code.starts_with('#') || code.starts_with("def ") {
+        return "";
+    }
+    line
+}
+
 /// Slow work in `code` (comments dropped): (weight, what, needle) each.
 pub(super) fn slow_work(code: &str) -> Vec<(u32, &'static str, &'static str)> {
     let code: String = without_deferred(code)
         .lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
+        .map(searched)
         .collect::<Vec<_>>()
         .join("\n");
     let mut found = Vec::new();
@@ -270,9 +283,10 @@ pub(super) fn slow_lines(code: &str) -> Vec<(usize, u32, &'static str, &'static 
         if line.trim_start().starts_with('#') {
             continue;
         }
+        let code = searched(line);
         let heaviest = SLOW
             .iter()
-            .filter(|(needle, ..)| occurrences(line, needle) > 0)
+            .filter(|(needle, ..)| occurrences(code, needle) > 0)
             .max_by_key(|(_, _, weight)| *weight);
         if let Some((needle, what, weight)) = heaviest {
             found.push((i, *weight, *what, needle.trim_matches('*')));
@@ -413,5 +427,22 @@ mod tests {
             "only the mail sent in the transaction"
         );
         assert_eq!(slow_lines(code)[0].0, 5, "line numbers are kept");
+    }
+
+    #[test]
+    fn a_methods_def_line_names_it_and_runs_nothing() {
+        let code = "def reindex_request_events\n  events.each(&:mark)\nend\ndef push\n  Faraday.post(\"https://partner.example/sync\")\nend";
+        let found: Vec<(usize, &str)> = slow_lines(code)
+            .iter()
+            .map(|(i, _, what, _)| (*i, *what))
+            .collect();
+        assert_eq!(found, [(4, "an HTTP call")]);
+        assert!(
+            slow_work(code)
+                .iter()
+                .all(|(_, what, _)| *what == "an HTTP call"),
+            "{:?}",
+            slow_work(code)
+        );
     }
 }
