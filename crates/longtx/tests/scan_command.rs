@@ -300,3 +300,38 @@ async fn alerting_from_prints_only_what_sources_with_jobs_reach() {
     assert_eq!(all[0]["entries"][0], "orders#create");
     service.shutdown().await;
 }
+
+#[test]
+fn an_enqueue_to_a_queue_in_the_database_is_no_finding_and_a_lone_bulk_statement_still_is() {
+    // vita-min runs Active Job on delayed_job's Active Record backend: an
+    // enqueue inside the transaction is one INSERT on the same server.
+    // Sidekiq's own API is Redis whatever the adapter. A lone `delete_all`
+    // is a transaction of its own, reported as before.
+    let repo = GitRepo::new("scan-local-queue");
+    repo.commit(
+        &[
+            (
+                "config/application.rb",
+                "module Shop\n  class Application < Rails::Application\n    config.active_job.queue_adapter = :delayed_job\n  end\nend\n",
+            ),
+            (
+                "app/workers/settle_worker.rb",
+                "class SettleWorker\n  include Sidekiq::Worker\n\n  def perform(id)\n    Order.transaction do\n      ReceiptJob.perform_later(id)\n      LedgerWorker.perform_async(id)\n    end\n    Report.where(stale: true).delete_all\n  end\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let enqueue = find(&all, "a job enqueue", "app/workers/settle_worker.rb");
+    let calls: Vec<&str> = enqueue["slow"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(calls, ["LedgerWorker.perform_async(id)"], "{all:#?}");
+    find(&all, "a batch write", "app/workers/settle_worker.rb");
+}

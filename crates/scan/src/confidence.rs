@@ -18,6 +18,24 @@
 use crate::unique_keys::UniqueKeys;
 use std::path::Path;
 
+/// What the scan reads once per checkout to judge a call by its line.
+#[derive(Default)]
+pub(crate) struct CheckoutFacts {
+    pub keys: UniqueKeys,
+    /// The production job queue is the database's or in-process
+    /// (`crate::queue_backend`).
+    pub enqueue_is_local: bool,
+}
+
+impl CheckoutFacts {
+    pub(crate) fn read(repo: &Path) -> CheckoutFacts {
+        CheckoutFacts {
+            keys: UniqueKeys::read(repo),
+            enqueue_is_local: crate::queue_backend::enqueue_is_local(repo),
+        }
+    }
+}
+
 /// HTTP clients whose name on the line settles it.
 const HTTP_CLIENTS: [&str; 10] = [
     "Net::HTTP",
@@ -41,7 +59,8 @@ const BULK_VERBS: [&str; 6] = [
 ];
 
 /// Whether the scan reports this slow call.
-pub(crate) fn confident(repo: &Path, keys: &UniqueKeys, kind: &str, code: &str) -> bool {
+pub(crate) fn confident(repo: &Path, facts: &CheckoutFacts, kind: &str, code: &str) -> bool {
+    let keys = &facts.keys;
     match kind {
         // How long a cascade runs depends on how many rows hang off the
         // record, which only production shows: the prompt lists it because
@@ -53,6 +72,14 @@ pub(crate) fn confident(repo: &Path, keys: &UniqueKeys, kind: &str, code: &str) 
             !keys.one_row(code, code.len())
         }
         "a bulk import" => model_import(repo, code),
+        // One row in the same database, or a push in process: whatever
+        // enqueues it (`perform_later`, `deliver_later`, delayed_job's
+        // `.delay` or `Delayed::Job.enqueue`, an application's `enqueue!`),
+        // unless it names Sidekiq's or Resque's own API.
+        "a job enqueue" if facts.enqueue_is_local => crate::queue_backend::redis_queue_api(code),
+        "a mail delivery" if facts.enqueue_is_local && code.contains("deliver_later") => {
+            code.contains("deliver_now") || crate::queue_backend::redis_queue_api(code)
+        }
         "an HTTP call" => http_call(code),
         "file work" => !cheap_file_call(code),
         _ => true,
@@ -151,18 +178,52 @@ mod tests {
     #[test]
     fn a_destroys_cascade_is_left_to_the_alert_that_measured_it() {
         let repo = Path::new("/nonexistent");
-        let keys = UniqueKeys::default();
+        let facts = CheckoutFacts::default();
         assert!(!confident(
             repo,
-            &keys,
+            &facts,
             longtx_analysis::CASCADE_WORK,
             "has_many :comments, dependent: :destroy"
         ));
         assert!(confident(
             repo,
-            &keys,
+            &facts,
             "a mail delivery",
             "Mailer.x.deliver_now"
+        ));
+        let local = CheckoutFacts {
+            enqueue_is_local: true,
+            ..CheckoutFacts::default()
+        };
+        assert!(!confident(
+            repo,
+            &local,
+            "a job enqueue",
+            "SendJob.perform_later(id)"
+        ));
+        assert!(confident(
+            repo,
+            &local,
+            "a job enqueue",
+            "SyncWorker.perform_async(id)"
+        ));
+        assert!(confident(
+            repo,
+            &facts,
+            "a job enqueue",
+            "SendJob.perform_later(id)"
+        ));
+        assert!(!confident(
+            repo,
+            &local,
+            "a job enqueue",
+            "Export::SubscriptionsJob.new(id).enqueue!"
+        ));
+        assert!(!confident(
+            repo,
+            &local,
+            "a mail delivery",
+            "OrderMailer.placed(self).deliver_later"
         ));
     }
 

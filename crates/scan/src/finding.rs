@@ -73,7 +73,7 @@ impl Finding {
 /// Only the slow calls `owned` gives this site are reported at it.
 pub(crate) fn of_site(
     repo: &Path,
-    keys: &crate::unique_keys::UniqueKeys,
+    facts: &crate::confidence::CheckoutFacts,
     site: &Site,
     owned: &dyn Fn(&str, usize) -> bool,
 ) -> Vec<Finding> {
@@ -81,7 +81,7 @@ pub(crate) fn of_site(
         .slow
         .iter()
         .filter(|s| owned(&s.path, s.line))
-        .filter(|s| crate::confidence::confident(repo, keys, &s.what, &s.code))
+        .filter(|s| crate::confidence::confident(repo, facts, &s.what, &s.code))
         .collect();
     if calls.is_empty() {
         return Vec::new();

@@ -12,6 +12,7 @@ pub mod check_run;
 mod confidence;
 mod entries;
 mod finding;
+mod queue_backend;
 pub mod sarif;
 pub mod text;
 mod unique_keys;
@@ -96,14 +97,14 @@ pub fn scan_entries(
         .map_or(1, |n| n.get())
         .clamp(1, 8);
     let chunk = entries.len().div_ceil(threads).max(1);
-    let keys = &unique_keys::UniqueKeys::read(repo);
+    let facts = &confidence::CheckoutFacts::read(repo);
     let per_entry: Vec<Vec<(String, Finding)>> = std::thread::scope(|scope| {
         let workers: Vec<_> = entries
             .chunks(chunk)
             .map(|part| {
                 scope.spawn(move || {
                     part.iter()
-                        .map(|s| findings_of(repo, keys, catalogue, s))
+                        .map(|s| findings_of(repo, facts, catalogue, s))
                         .collect::<Vec<_>>()
                 })
             })
@@ -153,7 +154,7 @@ pub fn scan_entries(
 /// The findings one entry point reaches, each with the entry's source.
 fn findings_of(
     repo: &Path,
-    keys: &unique_keys::UniqueKeys,
+    facts: &confidence::CheckoutFacts,
     catalogue: Option<&Catalogue>,
     source: &str,
 ) -> Vec<(String, Finding)> {
@@ -166,7 +167,7 @@ fn findings_of(
     let mut out = Vec::new();
     for (i, site) in context.sites.iter().enumerate() {
         let owned = |path: &str, line: usize| owners.get(&(path.to_owned(), line)) == Some(&i);
-        let findings = finding::of_site(repo, keys, site, &owned);
+        let findings = finding::of_site(repo, facts, site, &owned);
         // One ranking per site, shared by its kinds of slow call.
         let pattern = if findings.is_empty() {
             None
