@@ -995,3 +995,35 @@ fn work_under_a_redis_lock_is_no_transaction_site() {
     assert!(prompt.contains("EnrichActivitiesJob"), "{prompt}");
     assert!(!prompt.contains("takes a row lock"), "{prompt}");
 }
+
+#[test]
+fn a_password_change_that_only_updates_the_user_sends_no_welcome_mail() {
+    // An action whose name says nothing of create or update (`change`)
+    // updates the user inside a transaction: Rails runs the update and save
+    // callbacks there, never the `after_create` ones. (Each callback is
+    // still a lead of its own, ranked by whether it agrees with the entry.)
+    let app = App::new(
+        "update-only-save",
+        &[
+            (
+                "app/controllers/passwords_controller.rb",
+                "class PasswordsController < ApplicationController\n  def change\n    @user = User.find(params[:id])\n    User.transaction do\n      @user.update!(password: params[:password])\n      @user.touch(:password_changed_at)\n    end\n  end\nend\n",
+            ),
+            (
+                "app/models/user.rb",
+                "class User < ApplicationRecord\n  after_create :send_welcome\n  after_update :push_profile\n\n  def send_welcome\n    UserMailer.welcome(self).deliver_now\n  end\n\n  def push_profile\n    Faraday.post(\"https://crm.example/users\", to_json)\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("passwords#change", &["users"]);
+    let leads = sites(&prompt);
+    let at = leads
+        .find("### `app/controllers/passwords_controller.rb`")
+        .unwrap_or_else(|| panic!("the transaction is a lead: {leads}"));
+    let transaction = &leads[at..];
+    let transaction = &transaction[..transaction[4..]
+        .find("### ")
+        .map_or(transaction.len(), |n| n + 4)];
+    assert!(transaction.contains("crm.example"), "{transaction}");
+    assert!(!transaction.contains("UserMailer.welcome"), "{transaction}");
+}
