@@ -1026,4 +1026,8 @@ fn a_password_change_that_only_updates_the_user_sends_no_welcome_mail() {
         .map_or(transaction.len(), |n| n + 4)];
     assert!(transaction.contains("crm.example"), "{transaction}");
     assert!(!transaction.contains("UserMailer.welcome"), "{transaction}");
+    assert!(
+        !prompt.contains("`crm.example`"),
+        "a URL in a string is no call on an unknown object: {prompt}"
+    );
 }
