@@ -14,6 +14,10 @@
 //! Round 2's reviewer added one: a batch write narrowed to a unique index
 //! (`UserRole.where(user: u, role: r).delete_all`) is one row, and so is
 //! a loop over such a `where`.
+//!
+//! Round 5's added another: an enqueue into a job queue kept in the
+//! application's own database (or in process) is one `INSERT` that commits
+//! with the transaction, not a call out (`crate::queue_backend`).
 
 use crate::unique_keys::UniqueKeys;
 use std::path::Path;
