@@ -205,20 +205,14 @@ pub(super) fn without_deferred(code: &str) -> String {
             i += 1;
             continue;
         };
-        kept.push("");
-        i += 1;
-        if block {
-            let indent = line.len() - line.trim_start().len();
-            while i < lines.len() {
-                let this = lines[i];
-                let inner = this.len() - this.trim_start().len() > indent;
-                if !(inner || this.trim().is_empty()) {
-                    break;
-                }
-                kept.push("");
-                i += 1;
-            }
-        }
+        // A block's body, to its `end`, as a `transaction do` is reached.
+        let last = if block {
+            super::boundary::reach(&lines, i)
+        } else {
+            i
+        };
+        kept.extend(std::iter::repeat_n("", last + 1 - i));
+        i = last + 1;
     }
     kept.join("\n")
 }
