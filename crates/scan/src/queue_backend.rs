@@ -111,14 +111,16 @@ mod tests {
             "module App\n  class Application\n    config.active_job.queue_adapter = :delayed_job\n  end\nend\n",
         )
         .unwrap();
-        assert!(enqueue_is_local(&root));
+        let from_application_rb = enqueue_is_local(&root);
         std::fs::write(
             root.join("config/environments/production.rb"),
             "Rails.application.configure do\n  config.active_job.queue_adapter = :sidekiq\nend\n",
         )
         .unwrap();
         let overridden = enqueue_is_local(&root);
+        // Removed before asserting, so a failure leaves no folder behind.
         std::fs::remove_dir_all(&root).unwrap();
+        assert!(from_application_rb);
         assert!(!overridden);
     }
 }
