@@ -44,6 +44,8 @@ pub fn entry_points(repo: &Path) -> Vec<String> {
             }
         } else if relative.ends_with(".rake") {
             sources.extend(rake_tasks(&text));
+        } else if relative.starts_with("app/") || relative.starts_with("lib/") {
+            sources.extend(job_classes(&text));
         }
     }
     sources.sort();
@@ -103,6 +105,65 @@ fn worker_class(relative: &str) -> Option<String> {
     let path = inside.strip_suffix(".rb")?;
     let class: Vec<String> = path.split('/').map(longtx_analysis::camelize).collect();
     (!class.is_empty()).then(|| class.join("::"))
+}
+
+/// Job classes declared outside the job folders, with a `perform` of their
+/// own: a class named `...Job` or `...Worker`, or one that is an Active
+/// Job or includes Sidekiq's or Resque's module, named with the modules and
+/// classes it is nested in (whitehall's `Import::Job < Struct.new(:id)`,
+/// a delayed_job job kept in `app/models/import.rb`).
+fn job_classes(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut nesting: Vec<(usize, String)> = Vec::new();
+    let mut jobs = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let indent = line.len() - line.trim_start().len();
+        let trimmed = line.trim();
+        let Some(rest) = trimmed
+            .strip_prefix("class ")
+            .or_else(|| trimmed.strip_prefix("module "))
+        else {
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+            .collect();
+        if name.is_empty() || name.starts_with(':') {
+            continue;
+        }
+        nesting.retain(|(depth, _)| *depth < indent);
+        nesting.push((indent, name.clone()));
+        // A module, or a class closed on its own line (`class Error < X; end`).
+        if !trimmed.starts_with("class ") || trimmed.ends_with("end") {
+            continue;
+        }
+        // The class's body: the lines before its `end`, indented as it is.
+        let body: Vec<&str> = lines[i + 1..]
+            .iter()
+            .take_while(|l| {
+                let depth = l.len() - l.trim_start().len();
+                !(l.trim() == "end" && depth <= indent)
+            })
+            .copied()
+            .collect();
+        let performs = body
+            .iter()
+            .any(|l| l.trim_start().starts_with("def perform"));
+        let is_job = name.ends_with("Job")
+            || name.ends_with("Worker")
+            || rest.contains("ApplicationJob")
+            || rest.contains("ActiveJob::Base")
+            || body.iter().any(|l| {
+                let l = l.trim_start();
+                l.starts_with("include Sidekiq::") || l.starts_with("@queue =")
+            });
+        if performs && is_job {
+            let path: Vec<&str> = nesting.iter().map(|(_, n)| n.as_str()).collect();
+            jobs.push(path.join("::"));
+        }
+    }
+    jobs
 }
 
 /// The methods a controller declares before `private` or `protected`:
@@ -198,6 +259,8 @@ mod tests {
             public_methods("class A\n  def index\n  end\n  def self.x; end\n  private\n  def helper\n  end\nend\n"),
             vec!["index"]
         );
+        let model = "class Import < ActiveRecord::Base\n  def perform\n  end\n\n  class Job < Struct.new(:id)\n    def perform(options = {})\n      import.perform options\n    end\n  end\nend\nmodule Billing\n  class Sync\n    include Sidekiq::Job\n    def perform(id); end\n  end\n  class Ledger\n    def perform; end\n  end\nend\n";
+        assert_eq!(job_classes(model), vec!["Import::Job", "Billing::Sync"]);
         let rake = "namespace :users do\n  desc 'x'\n  task reindex: :environment do\n  end\n  namespace \"mail\" do\n    task :digest do\n    end\n  end\nend\ntask :top\n";
         assert_eq!(
             rake_tasks(rake),
