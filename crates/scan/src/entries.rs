@@ -215,7 +215,7 @@ fn rake_tasks(text: &str) -> Vec<String> {
 
 /// The name a `namespace`/`task` line gives: `:name`, `"name"`, `name:`
 /// or `name: [:deps]`.
-fn symbol(rest: &str) -> Option<String> {
+pub(crate) fn symbol(rest: &str) -> Option<String> {
     let rest = rest.trim_start_matches('(').trim_start();
     let name: String = if let Some(s) = rest.strip_prefix(':') {
         s.chars()

@@ -163,6 +163,12 @@ pub(crate) fn enclosing_method(text: &str, line: usize) -> String {
                 method = Some(name);
                 continue;
             }
+            // A rake task's block: the tasks of one file are as many
+            // methods, not one "top level".
+            if let Some(name) = t.strip_prefix("task ").and_then(crate::entries::symbol) {
+                method = Some(format!("task {name}"));
+                continue;
+            }
         }
         if let Some(name) = declared("class ").or_else(|| declared("module ")) {
             class = Some(name);
@@ -225,6 +231,13 @@ mod tests {
         assert_eq!(enclosing_method(text, 5), "Order#complete!");
         assert_eq!(enclosing_method(text, 2), "Order after_save :notify");
         assert_eq!(enclosing_method(text, 4), "Order#complete!");
+    }
+
+    #[test]
+    fn each_rake_task_is_a_method_of_its_own() {
+        let text = "namespace :sessions do\n  task backfill: :environment do\n    with_timeout do\n      x.in_batches { |b| b.update_all(a: 1) }\n    end\n  end\n\n  task :rollback => :environment do\n    with_timeout do\n      y.in_batches { |b| b.update_all(a: nil) }\n    end\n  end\nend\n";
+        assert_eq!(enclosing_method(text, 3), "task backfill");
+        assert_eq!(enclosing_method(text, 9), "task rollback");
     }
 
     #[test]
