@@ -36,10 +36,7 @@ pub fn entry_points(repo: &Path) -> Vec<String> {
                     .map(|action| format!("{controller}#{action}")),
             );
         } else if let Some(class) = worker_class(&relative) {
-            if text
-                .lines()
-                .any(|l| l.trim_start().starts_with("def perform"))
-            {
+            if text.lines().any(defines_perform) {
                 sources.push(class);
             }
         } else if relative.ends_with(".rake") {
@@ -107,6 +104,12 @@ fn worker_class(relative: &str) -> Option<String> {
     (!class.is_empty()).then(|| class.join("::"))
 }
 
+/// `def perform`, or Resque's class method `def self.perform`.
+fn defines_perform(line: &str) -> bool {
+    let line = line.trim_start();
+    line.starts_with("def perform") || line.starts_with("def self.perform")
+}
+
 /// Job classes declared outside the job folders, with a `perform` of their
 /// own: a class named `...Job` or `...Worker`, or one that is an Active
 /// Job or includes Sidekiq's or Resque's module, named with the modules and
@@ -147,9 +150,7 @@ fn job_classes(text: &str) -> Vec<String> {
             })
             .copied()
             .collect();
-        let performs = body
-            .iter()
-            .any(|l| l.trim_start().starts_with("def perform"));
+        let performs = body.iter().any(|l| defines_perform(l));
         let is_job = name.ends_with("Job")
             || name.ends_with("Worker")
             || rest.contains("ApplicationJob")
@@ -259,8 +260,11 @@ mod tests {
             public_methods("class A\n  def index\n  end\n  def self.x; end\n  private\n  def helper\n  end\nend\n"),
             vec!["index"]
         );
-        let model = "class Import < ActiveRecord::Base\n  def perform\n  end\n\n  class Job < Struct.new(:id)\n    def perform(options = {})\n      import.perform options\n    end\n  end\nend\nmodule Billing\n  class Sync\n    include Sidekiq::Job\n    def perform(id); end\n  end\n  class Ledger\n    def perform; end\n  end\nend\n";
-        assert_eq!(job_classes(model), vec!["Import::Job", "Billing::Sync"]);
+        let model = "class Import < ActiveRecord::Base\n  def perform\n  end\n\n  class Job < Struct.new(:id)\n    def perform(options = {})\n      import.perform options\n    end\n  end\nend\nmodule Billing\n  class Sync\n    include Sidekiq::Job\n    def perform(id); end\n  end\n  class Ledger\n    def perform; end\n  end\nend\nclass ScheduledTagJob\n  def self.perform(job_type)\n  end\nend\n";
+        assert_eq!(
+            job_classes(model),
+            vec!["Import::Job", "Billing::Sync", "ScheduledTagJob"]
+        );
         let rake = "namespace :users do\n  desc 'x'\n  task reindex: :environment do\n  end\n  namespace \"mail\" do\n    task :digest do\n    end\n  end\nend\ntask :top\n";
         assert_eq!(
             rake_tasks(rake),
