@@ -335,3 +335,51 @@ fn an_enqueue_to_a_queue_in_the_database_is_no_finding_and_a_lone_bulk_statement
     assert_eq!(calls, ["LedgerWorker.perform_async(id)"], "{all:#?}");
     find(&all, "a batch write", "app/workers/settle_worker.rb");
 }
+
+#[test]
+fn jobs_kept_in_models_are_entry_points_and_each_rake_task_is_a_finding_of_its_own() {
+    // whitehall kept a delayed_job job inside its model's file and
+    // otwarchive a Resque job with `def self.perform` in app/models;
+    // identity-idp's rake file had two tasks, each wrapping its batches in
+    // one transaction, and both were fixed.
+    let repo = GitRepo::new("scan-jobs-and-tasks");
+    repo.commit(
+        &[
+            (
+                "app/models/import.rb",
+                "class Import < ApplicationRecord\n  def perform\n    Import.transaction do\n      rows.each do |row|\n        Faraday.post('https://legacy.example/rows', row.to_json)\n      end\n    end\n  end\n\n  class Job < Struct.new(:id)\n    def perform\n      Import.find(id).perform\n    end\n  end\nend\n",
+            ),
+            (
+                "app/models/scheduled_tag_job.rb",
+                "class ScheduledTagJob\n  def self.perform(kind)\n    Tag.transaction do\n      HTTParty.get(\"https://counts.example/#{kind}\")\n    end\n  end\nend\n",
+            ),
+            (
+                "lib/tasks/backfill.rake",
+                "namespace :sessions do\n  task backfill: :environment do\n    ActiveRecord::Base.transaction do\n      Session.where(kind: nil).in_batches(of: 1000) { |b| b.update_all(kind: 'a') }\n    end\n  end\n\n  task rollback: :environment do\n    ActiveRecord::Base.transaction do\n      Session.where.not(kind: nil).in_batches(of: 1000) { |b| b.update_all(kind: nil) }\n    end\n  end\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let import = find(&all, "an HTTP call", "app/models/import.rb");
+    assert!(
+        import["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "Import::Job"),
+        "{import:#?}"
+    );
+    let tags = find(&all, "an HTTP call", "app/models/scheduled_tag_job.rb");
+    assert_eq!(tags["entries"][0], "ScheduledTagJob");
+    let tasks: Vec<&str> = all
+        .iter()
+        .filter(|f| f["path"] == "lib/tasks/backfill.rake")
+        .map(|f| f["method"].as_str().unwrap())
+        .collect();
+    assert!(tasks.contains(&"task backfill"), "{all:#?}");
+    assert!(tasks.contains(&"task rollback"), "{all:#?}");
+}
