@@ -9,7 +9,8 @@
 //! (PostgreSQL's `CREATE UNIQUE INDEX ... ON t (...)`, MySQL's
 //! `UNIQUE KEY ... (...)` inside `CREATE TABLE`). A partial index
 //! (`WHERE is_deleted = false`) is left out: it is unique only among the
-//! rows its condition keeps, which a `where` need not name.
+//! rows its condition keeps, which a `where` need not name. A model that
+//! names its table (`self.table_name = "unreads"`) has that table's keys.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -31,7 +32,42 @@ impl UniqueKeys {
         if let Ok(text) = std::fs::read_to_string(repo.join("db/structure.sql")) {
             keys.add_structure_sql(&text);
         }
+        let mut models = Vec::new();
+        model_files(&repo.join("app/models"), 0, &mut models);
+        for text in models {
+            keys.add_table_name(&text);
+        }
         keys
+    }
+
+    /// A model that names its table (`self.table_name = "unreads"` in
+    /// feedbin's `UnreadEntry`) has that table's keys under its own name.
+    fn add_table_name(&mut self, text: &str) {
+        let Some(table) = text.lines().find_map(|line| {
+            let value = line.trim().strip_prefix("self.table_name")?;
+            first_quoted(value.trim_start().strip_prefix('=')?)
+        }) else {
+            return;
+        };
+        let Some(class) = text.lines().find_map(|line| {
+            let name: String = line
+                .trim()
+                .strip_prefix("class ")?
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            (!name.is_empty()).then_some(name)
+        }) else {
+            return;
+        };
+        let from = squashed(&table);
+        let to = class.rsplit("::").next().unwrap_or(&class).to_lowercase();
+        if from == to {
+            return;
+        }
+        if let Some(indexes) = self.by_class.get(&from).cloned() {
+            self.by_class.entry(to).or_default().extend(indexes);
+        }
     }
 
     fn add(&mut self, table: &str, columns: Vec<String>) {
@@ -40,8 +76,10 @@ impl UniqueKeys {
         if columns.is_empty() {
             return;
         }
-        let class = longtx_analysis::singularize(table).replace('_', "");
-        self.by_class.entry(class).or_default().push(columns);
+        self.by_class
+            .entry(squashed(table))
+            .or_default()
+            .push(columns);
     }
 
     fn add_schema_rb(&mut self, text: &str) {
@@ -167,6 +205,36 @@ fn equality_columns(args: &str) -> Option<Vec<String>> {
     (!columns.is_empty()).then_some(columns)
 }
 
+/// `user_roles` -> `userrole`: a table's class name, squashed to lower case.
+fn squashed(table: &str) -> String {
+    longtx_analysis::singularize(table).replace('_', "")
+}
+
+/// The text of every `.rb` file under `dir`, a few folders deep, at most
+/// 2,000 files (a model folder, not a vendored tree); symlinks are not
+/// followed.
+fn model_files(dir: &Path, depth: usize, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if out.len() >= 2000 {
+            return;
+        }
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() && depth < 4 {
+            model_files(&path, depth + 1, out);
+        } else if kind.is_file() && path.extension().is_some_and(|e| e == "rb") {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                out.push(text);
+            }
+        }
+    }
+}
+
 fn split_top_level(text: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
@@ -256,6 +324,25 @@ mod tests {
         assert!(one_row(
             &k,
             "Follow.where(follower: a, followed: b).delete_all"
+        ));
+    }
+
+    #[test]
+    fn a_model_that_names_its_table_has_that_tables_keys() {
+        let mut k = keys(
+            "",
+            "CREATE UNIQUE INDEX index_unreads_on_user_id_and_entry_id ON public.unreads USING btree (user_id, entry_id);\n",
+        );
+        k.add_table_name(
+            "class UnreadEntry < ApplicationRecord\n  self.table_name = \"unreads\"\nend\n",
+        );
+        assert!(one_row(
+            &k,
+            "UnreadEntry.where(user: @user, entry_id: params[:id]).delete_all"
+        ));
+        assert!(!one_row(
+            &k,
+            "UnreadEntry.where(user_id: user_id, feed_id: feed_id).delete_all"
         ));
     }
 
