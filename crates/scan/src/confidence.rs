@@ -153,7 +153,14 @@ fn model_import(repo: &Path, code: &str) -> bool {
         .map(longtx_core::query_logs::underscore)
         .collect::<Vec<_>>()
         .join("/");
-    repo.join("app/models").join(format!("{file}.rb")).is_file()
+    // A model that defines `self.import` itself answers the call with its
+    // own code, which the walk reads (foreman's `Subnet::Ipv4.import` asks a
+    // proxy over HTTP and saves nothing): not activerecord-import's insert.
+    std::fs::read_to_string(repo.join("app/models").join(format!("{file}.rb"))).is_ok_and(|text| {
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with("def self.import"))
+    })
 }
 
 /// A known client, or a verb called with a string, URL or URI.
@@ -264,5 +271,27 @@ mod tests {
             "ImageImporter.new.import(url, product)"
         ));
         assert!(!model_import(repo, "find_subject(DfcIo.import(result))"));
+    }
+
+    #[test]
+    fn a_model_with_its_own_import_is_no_bulk_insert() {
+        let root = std::env::temp_dir().join(format!("longtx-tmp-import-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("app/models/subnet")).unwrap();
+        std::fs::write(
+            root.join("app/models/subnet/ipv4.rb"),
+            "class Subnet::Ipv4 < Subnet\n  def self.import(proxy)\n    proxy.subnets.map { |s| new(s) }\n  end\nend\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("app/models/unread_entry.rb"),
+            "class UnreadEntry < ApplicationRecord\nend\n",
+        )
+        .unwrap();
+        let own = model_import(&root, "@subnets = Subnet::Ipv4.import(proxy)");
+        let gem = model_import(&root, "UnreadEntry.import(rows, validate: false)");
+        // Removed before asserting, so a failure leaves no folder behind.
+        std::fs::remove_dir_all(&root).unwrap();
+        assert!(!own);
+        assert!(gem);
     }
 }
