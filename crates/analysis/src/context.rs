@@ -89,6 +89,16 @@ pub struct CodeContext {
     pub second_level: Vec<String>,
 }
 
+/// The tables models name themselves (`self.table_name = "unreads"`), as
+/// (table, class), from the checkout's class index (built once per commit).
+pub fn explicit_table_names(repo: &Path) -> Vec<(String, String)> {
+    ClassIndex::of(repo)
+        .table_names
+        .iter()
+        .map(|(table, class)| (table.clone(), class.clone()))
+        .collect()
+}
+
 /// The models of `tables` and the calls of the first candidate's method.
 pub fn code_context(
     repo: &Path,

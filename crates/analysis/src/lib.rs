@@ -22,8 +22,8 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 pub use context::{
-    camelize, code_context, has_slow_work, singularize, CallRef, CallbackRef, CodeContext,
-    ModelRef, Site, SlowCall, CASCADE_WORK, MAX_SITES,
+    camelize, code_context, explicit_table_names, has_slow_work, singularize, CallRef, CallbackRef,
+    CodeContext, ModelRef, Site, SlowCall, CASCADE_WORK, MAX_SITES,
 };
 
 /// One place in the code the transaction may come from.

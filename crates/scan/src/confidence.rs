@@ -275,7 +275,7 @@ mod tests {
 
     #[test]
     fn a_model_with_its_own_import_is_no_bulk_insert() {
-        let root = std::env::temp_dir().join(format!("longtx-tmp-import-{}", std::process::id()));
+        let root = longtx_testkit::TempDir::new("import");
         std::fs::create_dir_all(root.join("app/models/subnet")).unwrap();
         std::fs::write(
             root.join("app/models/subnet/ipv4.rb"),
@@ -287,11 +287,13 @@ mod tests {
             "class UnreadEntry < ApplicationRecord\nend\n",
         )
         .unwrap();
-        let own = model_import(&root, "@subnets = Subnet::Ipv4.import(proxy)");
-        let gem = model_import(&root, "UnreadEntry.import(rows, validate: false)");
-        // Removed before asserting, so a failure leaves no folder behind.
-        std::fs::remove_dir_all(&root).unwrap();
-        assert!(!own);
-        assert!(gem);
+        assert!(!model_import(
+            &root,
+            "@subnets = Subnet::Ipv4.import(proxy)"
+        ));
+        assert!(model_import(
+            &root,
+            "UnreadEntry.import(rows, validate: false)"
+        ));
     }
 }

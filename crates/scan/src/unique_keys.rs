@@ -32,36 +32,17 @@ impl UniqueKeys {
         if let Ok(text) = std::fs::read_to_string(repo.join("db/structure.sql")) {
             keys.add_structure_sql(&text);
         }
-        let mut models = Vec::new();
-        model_files(&repo.join("app/models"), 0, &mut models);
-        for text in models {
-            keys.add_table_name(&text);
+        for (table, class) in longtx_analysis::explicit_table_names(repo) {
+            keys.add_table_name(&table, &class);
         }
         keys
     }
 
     /// A model that names its table (`self.table_name = "unreads"` in
     /// feedbin's `UnreadEntry`) has that table's keys under its own name.
-    fn add_table_name(&mut self, text: &str) {
-        let Some(table) = text.lines().find_map(|line| {
-            let value = line.trim().strip_prefix("self.table_name")?;
-            first_quoted(value.trim_start().strip_prefix('=')?)
-        }) else {
-            return;
-        };
-        let Some(class) = text.lines().find_map(|line| {
-            let name: String = line
-                .trim()
-                .strip_prefix("class ")?
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
-                .collect();
-            (!name.is_empty()).then_some(name)
-        }) else {
-            return;
-        };
-        let from = squashed(&table);
-        let to = class.rsplit("::").next().unwrap_or(&class).to_lowercase();
+    fn add_table_name(&mut self, table: &str, class: &str) {
+        let from = squashed(table);
+        let to = class.rsplit("::").next().unwrap_or(class).to_lowercase();
         if from == to {
             return;
         }
@@ -210,31 +191,6 @@ fn squashed(table: &str) -> String {
     longtx_analysis::singularize(table).replace('_', "")
 }
 
-/// The text of every `.rb` file under `dir`, a few folders deep, at most
-/// 2,000 files (a model folder, not a vendored tree); symlinks are not
-/// followed.
-fn model_files(dir: &Path, depth: usize, out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if out.len() >= 2000 {
-            return;
-        }
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        let path = entry.path();
-        if kind.is_dir() && depth < 4 {
-            model_files(&path, depth + 1, out);
-        } else if kind.is_file() && path.extension().is_some_and(|e| e == "rb") {
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                out.push(text);
-            }
-        }
-    }
-}
-
 fn split_top_level(text: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
@@ -333,9 +289,7 @@ mod tests {
             "",
             "CREATE UNIQUE INDEX index_unreads_on_user_id_and_entry_id ON public.unreads USING btree (user_id, entry_id);\n",
         );
-        k.add_table_name(
-            "class UnreadEntry < ApplicationRecord\n  self.table_name = \"unreads\"\nend\n",
-        );
+        k.add_table_name("unreads", "UnreadEntry");
         assert!(one_row(
             &k,
             "UnreadEntry.where(user: @user, entry_id: params[:id]).delete_all"
