@@ -18,7 +18,7 @@ use class_index::ClassIndex;
 use models::explicit_table_name;
 use models::model_of;
 pub use models::{camelize, singularize};
-pub use sites::{has_slow_work, Site, SlowCall, CASCADE_WORK, MAX_SITES};
+pub use sites::{has_slow_work, Site, SiteLine, SlowCall, CASCADE_WORK, MAX_SITES};
 use std::path::Path;
 
 /// At most this many calls are listed per prompt.

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 pub use context::{
     camelize, code_context, explicit_table_names, has_slow_work, singularize, CallRef, CallbackRef,
-    CodeContext, ModelRef, Site, SlowCall, CASCADE_WORK, MAX_SITES,
+    CodeContext, ModelRef, Site, SiteLine, SlowCall, CASCADE_WORK, MAX_SITES,
 };
 
 /// One place in the code the transaction may come from.

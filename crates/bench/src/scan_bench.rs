@@ -3,9 +3,9 @@
 //! is scanned at the fix's parent and again at the fix, and the bench
 //! reports:
 //! - recall: the parent's scan has a finding at the site the fix changed
-//!   (its site or one of its slow calls at the labelled `fixed_site`, at
-//!   one of the labelled `slow_calls`, or within 3 lines of the fixed site
-//!   in the same file);
+//!   (its site, the line a helper it calls opens the transaction at, or one
+//!   of its slow calls at the labelled `fixed_site`, at one of the labelled
+//!   `slow_calls`, or within 3 lines of the fixed site in the same file);
 //! - gone after the fix: of those, the matching finding's identity is
 //!   absent from the scan at the fix commit;
 //! - the findings per scan and the time a whole scan takes.
@@ -149,6 +149,7 @@ fn scan_at(
 fn matches_exactly(finding: &Finding, fix: &RealFix) -> bool {
     let at = |path: &str, line: usize| format!("{path}:{line}");
     std::iter::once(at(&finding.path, finding.line))
+        .chain(finding.opens.iter().map(|o| at(&o.path, o.line)))
         .chain(finding.slow.iter().map(|s| at(&s.path, s.line)))
         .any(|p| p == fix.fixed_site || fix.slow_calls.contains(&p))
 }
@@ -164,6 +165,7 @@ fn matches(finding: &Finding, fix: &RealFix) -> bool {
     };
     let line: usize = line.parse().unwrap_or(0);
     std::iter::once((&finding.path, finding.line))
+        .chain(finding.opens.iter().map(|o| (&o.path, o.line)))
         .chain(finding.slow.iter().map(|s| (&s.path, s.line)))
         .any(|(p, l)| p == path && l.abs_diff(line) <= 3)
 }

@@ -196,6 +196,7 @@ mod tests {
             method: "OrdersController#create".into(),
             kind: kind.into(),
             why: "`transaction do` opens here".into(),
+            opens: None,
             slow: vec![SlowLine {
                 path: "app/controllers/orders_controller.rb".into(),
                 line,

@@ -25,6 +25,10 @@ pub struct Finding {
     pub kind: String,
     /// How the transaction is held there, as the prompt says it.
     pub why: String,
+    /// Where the transaction opens when a method the site calls opens it
+    /// (a helper that yields to the site's block): absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opens: Option<SlowLine>,
     /// The calls of that kind between open and commit, in walk order.
     pub slow: Vec<SlowLine>,
     /// The `query_source`s whose code reaches the site.
@@ -116,6 +120,17 @@ pub(crate) fn of_site(
                 method: method.clone(),
                 kind: kind.to_owned(),
                 why: site.why.clone(),
+                opens: site.opens.as_ref().map(|o| SlowLine {
+                    path: o.path.clone(),
+                    line: o.line,
+                    code: read(repo, &o.path)
+                        .and_then(|t| {
+                            t.lines()
+                                .nth(o.line.saturating_sub(1))
+                                .map(|l| l.trim().to_owned())
+                        })
+                        .unwrap_or_default(),
+                }),
                 slow,
                 entries: Vec::new(),
                 more_entries: 0,
@@ -147,6 +162,10 @@ pub(crate) fn enclosing_method(text: &str, line: usize) -> String {
     let own = lines.get(at).map_or(0, |l| indent(l));
     let mut method = None;
     let mut class = None;
+    // The class around the method is indented less than the method's `def`
+    // (or the line, outside any method), and is no one-line class
+    // (`class Failure < StandardError; end`) declared above it.
+    let mut within = own + 1;
     for i in (0..=at).rev() {
         let Some(l) = lines.get(i) else { continue };
         let t = l.trim_start();
@@ -161,14 +180,20 @@ pub(crate) fn enclosing_method(text: &str, line: usize) -> String {
         if method.is_none() && (indent(l) < own || i == at) {
             if let Some(name) = declared("def ") {
                 method = Some(name);
+                within = indent(l);
                 continue;
             }
             // A rake task's block: the tasks of one file are as many
             // methods, not one "top level".
             if let Some(name) = t.strip_prefix("task ").and_then(crate::entries::symbol) {
                 method = Some(format!("task {name}"));
+                within = indent(l);
                 continue;
             }
+        }
+        let one_line = t.trim_end().ends_with("; end") || t.trim_end().ends_with(";end");
+        if indent(l) >= within || one_line {
+            continue;
         }
         if let Some(name) = declared("class ").or_else(|| declared("module ")) {
             class = Some(name);
@@ -231,6 +256,16 @@ mod tests {
         assert_eq!(enclosing_method(text, 5), "Order#complete!");
         assert_eq!(enclosing_method(text, 2), "Order after_save :notify");
         assert_eq!(enclosing_method(text, 4), "Order#complete!");
+    }
+
+    #[test]
+    fn a_one_line_class_above_a_method_is_not_its_class() {
+        // whitehall's EditionPublishingWorker declares its error class on
+        // one line at the top of its body.
+        let text = "class EditionPublishingWorker\n  class ScheduledPublishingFailure < StandardError; end\n\n  def perform(id)\n    Edition.transaction do\n      publish(id)\n    end\n  end\nend\n";
+        assert_eq!(enclosing_method(text, 5), "EditionPublishingWorker#perform");
+        let nested = "module Admin\n  class Import\n    class Row\n      def save; end\n    end\n\n    def run\n      transaction do\n      end\n    end\n  end\nend\n";
+        assert_eq!(enclosing_method(nested, 8), "Import#run");
     }
 
     #[test]

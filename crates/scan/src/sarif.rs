@@ -63,6 +63,16 @@ pub fn render(scan: &Scan) -> Value {
                 "partialFingerprints": {"longtxFinding/v1": f.id},
                 "properties": {"entries": f.entries, "method": f.method}
             });
+            if let Some(o) = &f.opens {
+                result["relatedLocations"]
+                    .as_array_mut()
+                    .expect("built as an array above")
+                    .push(json!({
+                        "id": 2,
+                        "physicalLocation": location(&o.path, o.line)["physicalLocation"].clone(),
+                        "message": {"text": "where the transaction opens"}
+                    }));
+            }
             if let Some(s) = &f.silenced {
                 result["suppressions"] = json!([{
                     "kind": if s.by == "comment" { "inSource" } else { "external" },

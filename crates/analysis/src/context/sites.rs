@@ -64,6 +64,18 @@ pub struct Site {
     /// choosing a pattern.
     #[serde(skip)]
     pub last_resort: bool,
+    /// Where the transaction opens when a method the site calls opens it
+    /// (a helper yielding to the site's block, a service base class's
+    /// `call`): the line a fix may change instead of the site's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opens: Option<SiteLine>,
+}
+
+/// A line of code in the checkout.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SiteLine {
+    pub path: String,
+    pub line: usize,
 }
 
 /// One slow call inside a site's transaction.
@@ -123,6 +135,9 @@ pub(super) struct Draft {
     /// hook sits in.
     pub context: Option<(usize, String)>,
     pub detail: Option<(String, usize, String)>,
+    /// Where the transaction really opens when a helper the site calls
+    /// opens it: (path, line).
+    pub opens: Option<(String, usize)>,
     pub pieces: Vec<Piece>,
     /// How likely this kind of site holds the work before looking inside.
     pub prior: u32,
@@ -320,6 +335,7 @@ impl Draft {
             more_slow,
             unseen,
             last_resort: nothing_slow || self.elsewhere,
+            opens: self.opens.map(|(path, line)| SiteLine { path, line }),
         })
     }
 }

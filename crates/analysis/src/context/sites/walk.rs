@@ -528,7 +528,7 @@ impl<'a> Walker<'a> {
 
     /// A line that opens a transaction or lock: directly, or by calling a
     /// helper of the class that does and yields (`with_order_lock do`).
-    fn opener_at(&self, frame: &Frame, line: &str) -> Option<(Opener, Option<String>, bool)> {
+    fn opener_at(&self, frame: &Frame, line: &str) -> Option<(Opener, Option<Helper>, bool)> {
         if let Some(opened) = opener(line) {
             return Some((opened, None, false));
         }
@@ -549,22 +549,24 @@ impl<'a> Walker<'a> {
             let class = self.index.resolve(&constant, &frame.namespace())?;
             self.class_method(&class, &method, true)
         })?;
-        let opened = body.lines().skip(1).find_map(opener)?;
+        let (offset, opened) = opened_in(&body)?;
         // The block is run by `yield`, or by a `&block` it was given.
         let runs_block = body.contains("yield") || body.contains("block.call");
         runs_block.then(|| {
-            (
-                opened,
-                Some(format!("`{name}` ({path} line {def_line})")),
-                false,
-            )
+            let helper = Helper {
+                said: format!("`{name}` ({path} line {def_line})"),
+                opens: (path, def_line + offset),
+                body,
+                def_line,
+            };
+            (opened, Some(helper), false)
         })
     }
 
     /// `Orders::Place.call(order)` where a base class's `self.call` opens a
     /// transaction around `new(...).call`: the service's own `call` runs
     /// inside it, though neither the caller nor the service shows one.
-    fn service_wrapper(&self, frame: &Frame, code: &str) -> Option<(Opener, String)> {
+    fn service_wrapper(&self, frame: &Frame, code: &str) -> Option<(Opener, Helper)> {
         for (constant, method) in constant_calls(code) {
             if !matches!(method.as_str(), "call" | "perform" | "run" | "execute") {
                 continue;
@@ -579,12 +581,15 @@ impl<'a> Walker<'a> {
                     Some((path.clone(), line, body))
                 });
                 if let Some((path, line, body)) = found {
-                    let opened = body.lines().skip(1).find_map(opener);
-                    if let Some(opened) = opened.filter(|_| body.contains("new")) {
-                        return Some((
-                            opened,
-                            format!("`{constant}.{method}`, whose `{class}.{method}` ({path} line {line}) wraps the service's own `#{method}` in it"),
-                        ));
+                    let opened = opened_in(&body).filter(|_| body.contains("new"));
+                    if let Some((offset, opened)) = opened {
+                        let helper = Helper {
+                            said: format!("`{constant}.{method}`, whose `{class}.{method}` ({path} line {line}) wraps the service's own `#{method}` in it"),
+                            opens: (path, line + offset),
+                            body,
+                            def_line: line,
+                        };
+                        return Some((opened, helper));
                     }
                     break;
                 }
@@ -622,6 +627,7 @@ impl<'a> Walker<'a> {
             boundary_start: frame.start + from,
             context: None,
             detail: None,
+            opens: None,
             pieces: vec![Piece {
                 line: frame.start + at,
                 ..frame.piece(lines[at].to_owned(), 0)
@@ -643,7 +649,7 @@ impl<'a> Walker<'a> {
         at: usize,
         last: usize,
         opened: Opener,
-        helper: Option<String>,
+        helper: Option<Helper>,
     ) -> usize {
         let block = lines[at..=last].join("\n");
         // The whole method shows where the transaction opens and what runs
@@ -654,10 +660,14 @@ impl<'a> Walker<'a> {
             0
         };
         let method = lines[from..].join("\n");
-        let kind = match helper {
-            Some(helper) => format!("calls {helper}, which {}", opened.describe()),
+        let kind = match &helper {
+            Some(helper) => format!("calls {}, which {}", helper.said, opened.describe()),
             None => format!("{} in `{}`", opened.describe(), frame.label),
         };
+        // The helper's own code shows where the transaction really opens:
+        // a fix may well be there (the wrapper's `transaction do` removed).
+        let opens = helper.as_ref().map(|h| h.opens.clone());
+        let detail = helper.map(|h| (h.opens.0, h.def_line, h.body));
         self.drafts.push(Draft {
             path: frame.path.clone(),
             line: frame.start + at,
@@ -666,7 +676,8 @@ impl<'a> Walker<'a> {
             boundary: method,
             boundary_start: frame.start + from,
             context: None,
-            detail: None,
+            detail,
+            opens,
             pieces: vec![Piece {
                 line: frame.start + at,
                 ..frame.piece(block, 0)
@@ -755,6 +766,7 @@ impl<'a> Walker<'a> {
                 .method
                 .as_ref()
                 .map(|m| (m.path.clone(), m.line, m.body.clone())),
+            opens: None,
             pieces: vec![Piece {
                 text: callback.declaration.clone(),
                 dist: 0,
@@ -1188,6 +1200,27 @@ impl<'a> Walker<'a> {
         }
         found
     }
+}
+
+/// A method that opens the transaction for the code that calls it: a
+/// helper yielding to the caller's block, or a service base class's `call`.
+struct Helper {
+    /// How the site's reason names it.
+    said: String,
+    /// Where its transaction or lock opens: (path, 1-based line).
+    opens: (String, usize),
+    /// Its whole `def`, shown with the site.
+    body: String,
+    def_line: usize,
+}
+
+/// The first line of a method's body (after its `def`) that opens a
+/// transaction or lock, as (lines after the `def`, what it opens).
+fn opened_in(body: &str) -> Option<(usize, Opener)> {
+    body.lines()
+        .enumerate()
+        .skip(1)
+        .find_map(|(offset, line)| opener(line).map(|opened| (offset, opened)))
 }
 
 /// Whether `text` saves (or destroys) a record of `model`: on a receiver

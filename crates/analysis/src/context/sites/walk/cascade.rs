@@ -186,6 +186,7 @@ impl Walker<'_> {
             boundary_start,
             context: None,
             detail: None,
+            opens: None,
             pieces,
             prior,
             is_callback: false,
