@@ -166,6 +166,7 @@ pub(crate) fn enclosing_method(text: &str, line: usize) -> String {
     // (or the line, outside any method), and is no one-line class
     // (`class Failure < StandardError; end`) declared above it.
     let mut within = own + 1;
+    let mut fallback = None;
     for i in (0..=at).rev() {
         let Some(l) = lines.get(i) else { continue };
         let t = l.trim_start();
@@ -192,10 +193,19 @@ pub(crate) fn enclosing_method(text: &str, line: usize) -> String {
             }
         }
         let one_line = t.trim_end().ends_with("; end") || t.trim_end().ends_with(";end");
-        if indent(l) >= within || one_line {
+        if one_line {
             continue;
         }
-        if let Some(name) = declared("class ").or_else(|| declared("module ")) {
+        let named = declared("class ").or_else(|| declared("module "));
+        // `class << self` opens the class's singleton, not a class.
+        if let Some(name) = named.filter(|n| !n.is_empty()) {
+            // A file indented throughout (otwarchive's `user.rb` has its
+            // class and its defs at the same depth) still has its class:
+            // the nearest one is kept until one less indented is found.
+            if indent(l) >= within {
+                fallback.get_or_insert(name);
+                continue;
+            }
             class = Some(name);
             break;
         }
@@ -212,7 +222,7 @@ pub(crate) fn enclosing_method(text: &str, line: usize) -> String {
             .collect();
         words.join(" ").trim_end_matches(',').to_owned()
     };
-    match (class, method) {
+    match (class.or(fallback), method) {
         (Some(c), Some(m)) => format!("{c}#{m}"),
         (None, Some(m)) => m,
         (Some(c), None) => format!("{c} {}", declaration()).trim_end().to_owned(),
@@ -266,6 +276,10 @@ mod tests {
         assert_eq!(enclosing_method(text, 5), "EditionPublishingWorker#perform");
         let nested = "module Admin\n  class Import\n    class Row\n      def save; end\n    end\n\n    def run\n      transaction do\n      end\n    end\n  end\nend\n";
         assert_eq!(enclosing_method(nested, 8), "Import#run");
+        let indented = "  class User < ApplicationRecord\n  def reset!\n    transaction do\n    end\n  end\n  end\n";
+        assert_eq!(enclosing_method(indented, 3), "User#reset!");
+        let singleton = "class Token\n  class << self\n    def expire\n      transaction do\n      end\n    end\n  end\nend\n";
+        assert_eq!(enclosing_method(singleton, 4), "Token#expire");
     }
 
     #[test]
