@@ -383,3 +383,80 @@ fn jobs_kept_in_models_are_entry_points_and_each_rake_task_is_a_finding_of_its_o
     assert!(tasks.contains(&"task backfill"), "{all:#?}");
     assert!(tasks.contains(&"task rollback"), "{all:#?}");
 }
+
+#[test]
+fn a_wrapper_shows_where_it_opens_and_an_assigned_has_one_runs_its_callbacks() {
+    // whitehall's publishing worker yields to a helper that opens the
+    // transaction (the maintainers removed the helper's `transaction do`);
+    // redmine's `WikiPage#save_with_content` assigns a has_one inside a
+    // transaction, which saves the WikiContent and runs its after_save
+    // mail; Claim for Crown Court Defence converted each upload with
+    // LibreOffice in a before_create.
+    let repo = GitRepo::new("scan-wrapper-and-has-one");
+    repo.commit(
+        &[
+            (
+                "app/workers/publishing_worker.rb",
+                "class PublishingWorker\n  class Failure < StandardError; end\n\n  def perform(id)\n    atomically do\n      Edition.find(id).publish\n      Faraday.post('https://search.example/index', id: id)\n    end\n  end\n\n  def atomically(&block)\n    Edition.connection.execute 'set transaction isolation level serializable'\n    Edition.connection.transaction do\n      yield\n    end\n  end\nend\n",
+            ),
+            (
+                "app/models/edition.rb",
+                "class Edition < ApplicationRecord\nend\n",
+            ),
+            (
+                "app/controllers/wiki_controller.rb",
+                "class WikiController < ApplicationController\n  def update\n    @page = WikiPage.find(params[:id])\n    @page.save_with_content(WikiContent.new(text: params[:text]))\n  end\nend\n",
+            ),
+            (
+                "app/models/wiki_page.rb",
+                "class WikiPage < ApplicationRecord\n  has_one :content, class_name: 'WikiContent', foreign_key: 'page_id'\n\n  def save_with_content(content)\n    transaction do\n      save\n      self.content = content\n    end\n  end\nend\n",
+            ),
+            (
+                "app/models/wiki_content.rb",
+                "class WikiContent < ApplicationRecord\n  belongs_to :page, class_name: 'WikiPage'\n  after_save :send_notification\n\n  def send_notification\n    Mailer.wiki_content_updated(self).deliver\n  end\nend\n",
+            ),
+            (
+                "app/controllers/documents_controller.rb",
+                "class DocumentsController < ApplicationController\n  def create\n    @document = Document.new(params[:document])\n    @document.save\n  end\nend\n",
+            ),
+            (
+                "app/models/document.rb",
+                "class Document < ApplicationRecord\n  before_create :create_preview\n\n  def create_preview\n    Libreconv.convert(file_path, preview_path)\n  end\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let published = find(&all, "an HTTP call", "app/workers/publishing_worker.rb");
+    assert_eq!(
+        published["method"], "PublishingWorker#perform",
+        "{published:#?}"
+    );
+    assert_eq!(published["opens"]["line"], 13, "{published:#?}");
+    assert_eq!(
+        published["opens"]["code"],
+        "Edition.connection.transaction do"
+    );
+    let mailed = find(&all, "a mail delivery", "app/models/wiki_content.rb");
+    assert!(
+        mailed["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "wiki#update"),
+        "{mailed:#?}"
+    );
+    let converted = find(&all, "an external process", "app/models/document.rb");
+    assert_eq!(
+        converted["entries"][0], "documents#create",
+        "{converted:#?}"
+    );
+    let (_, sarif) = scan(&repo, &["--format", "sarif"]);
+    assert!(
+        sarif.contains("where the transaction opens"),
+        "the helper's line is a related location: {sarif}"
+    );
+}

@@ -76,6 +76,12 @@ const SLOW: &[(&str, &str, u32)] = &[
     ("system(", "an external process", 5),
     ("Open3", "an external process", 5),
     ("IO.popen", "an external process", 5),
+    // Document converters that run a program per call: LibreOffice
+    // (libreconv), wkhtmltopdf (wicked_pdf, pdfkit), headless Chrome (grover).
+    ("Libreconv", "an external process", 5),
+    ("WickedPdf", "an external process", 5),
+    ("PDFKit", "an external process", 5),
+    ("Grover", "an external process", 5),
     ("shellout", "an external process", 5),
     ("scm.", "an external process", 4),
     ("sleep", "a sleep", 6),

@@ -24,7 +24,9 @@ mod text;
 
 pub(super) use cascade::is_cascade;
 
-use text::{appended_to, bulk_statement, calls_on_bare_new, save_receivers, saves_bare};
+use text::{
+    appended_to, attribute_writes, bulk_statement, calls_on_bare_new, save_receivers, saves_bare,
+};
 
 /// Calls followed from the entry (and from a callback).
 const MAX_DEPTH: usize = 4;
@@ -856,6 +858,11 @@ impl<'a> Walker<'a> {
                 }
             }
         }
+        for model in self.has_one_assigned(frame, text) {
+            if !models.iter().any(|m| m.class == model.class) {
+                models.push(model);
+            }
+        }
         for model in &models {
             // A model's callback saving its own record says nothing of
             // whether the job saves one (`Order after_transition` calling
@@ -934,6 +941,53 @@ impl<'a> Walker<'a> {
             line: *line,
             explicit_table_name: false,
         })
+    }
+
+    /// The records saved by assigning a `has_one` association: Rails saves
+    /// the assigned record at once, callbacks and all, when its owner
+    /// exists ("Assigning an object to a has_one association automatically
+    /// saves that object", the Active Record associations guide), and with
+    /// the owner's save otherwise. redmine's `self.content = content` in
+    /// `WikiPage#save_with_content` saves a `WikiContent`.
+    fn has_one_assigned(&self, frame: &Frame, text: &str) -> Vec<ModelRef> {
+        let mut found = Vec::new();
+        for (receiver, attribute) in attribute_writes(text) {
+            let Some(owner) = self.model_named(frame, &receiver) else {
+                continue;
+            };
+            let Some(owner_text) = self.index.texts.get(&owner.path) else {
+                continue;
+            };
+            let declared = owner_text.lines().find_map(|line| {
+                let rest = line.trim().strip_prefix("has_one :")?;
+                let rest = rest.strip_prefix(attribute.as_str())?;
+                rest.starts_with([',', ' '])
+                    .then_some(line)
+                    .or_else(|| rest.is_empty().then_some(line))
+            });
+            let Some(declaration) = declared else {
+                continue;
+            };
+            let class =
+                cascade::class_name_option(declaration).unwrap_or_else(|| camelize(&attribute));
+            let scope: Vec<String> = owner.class.split("::").map(str::to_owned).collect();
+            let Some(class) = self.index.resolve(&class, &scope) else {
+                continue;
+            };
+            let Some((path, line)) = self.index.classes.get(&class) else {
+                continue;
+            };
+            if is_model_path(path) {
+                found.push(ModelRef {
+                    table: String::new(),
+                    class: class.clone(),
+                    path: path.clone(),
+                    line: *line,
+                    explicit_table_name: false,
+                });
+            }
+        }
+        found
     }
 
     /// The class a receiver is named after, model or not: `@gpo_verify_form`

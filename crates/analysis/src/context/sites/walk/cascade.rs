@@ -229,7 +229,7 @@ fn association_of(cascade: &Callback) -> Option<String> {
 }
 
 /// `class_name: "Poll"` or `:class_name => 'Poll'` in a declaration.
-fn class_name_option(declaration: &str) -> Option<String> {
+pub(super) fn class_name_option(declaration: &str) -> Option<String> {
     let at = declaration.find("class_name")?;
     let rest = &declaration[at..];
     let open = rest.find(['"', '\''])?;

@@ -86,6 +86,37 @@ pub(super) fn appended_to(text: &str) -> Vec<String> {
     found
 }
 
+/// Attribute writers called in `text`, as (receiver, attribute):
+/// `self.content = content` gives `("self", "content")`. Comparisons
+/// (`==`) and operator assignments (`+=`, `||=`) are not writers.
+pub(super) fn attribute_writes(text: &str) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        let code = line.trim();
+        let Some((left, right)) = code.split_once(" = ") else {
+            continue;
+        };
+        if right.starts_with('=') || left.ends_with(['=', '+', '-', '|', '&', '*', '!', '<', '>']) {
+            continue;
+        }
+        let Some((receiver, attribute)) = left.rsplit_once('.') else {
+            continue;
+        };
+        let simple = |w: &str| {
+            !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '@')
+        };
+        if simple(receiver) && simple(attribute) && !attribute.contains('@') {
+            let pair = (receiver.to_owned(), attribute.to_owned());
+            if !found.contains(&pair) && found.len() < 12 {
+                found.push(pair);
+            }
+        }
+    }
+    found
+}
+
 /// The methods called on a bare `new(...)` (`new(scope).publish_all!`,
 /// `new.call`): instance methods of the class the code is in.
 pub(super) fn calls_on_bare_new(text: &str) -> Vec<String> {
@@ -210,6 +241,19 @@ mod tests {
         assert_eq!(appended_to("error.notices << @notice"), ["notices"]);
         assert!(appended_to("ids << id").is_empty(), "a local array");
         assert!(appended_to("@log_cache << message").is_empty());
+    }
+
+    #[test]
+    fn attribute_writers_are_read_and_comparisons_are_not() {
+        let text =
+            "ret = save\nself.content = content\n@page.author = user\nx.count += 1\nif a.b == c\n";
+        assert_eq!(
+            attribute_writes(text),
+            vec![
+                ("self".to_owned(), "content".to_owned()),
+                ("@page".to_owned(), "author".to_owned())
+            ]
+        );
     }
 
     #[test]
