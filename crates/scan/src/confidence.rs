@@ -90,6 +90,62 @@ pub(crate) fn confident(repo: &Path, facts: &CheckoutFacts, kind: &str, code: &s
     }
 }
 
+/// A callback's declaration (`after_create :send_notification`) listed as
+/// the slow call only for its method's name, while that method is defined
+/// in the same file: the walk read the method's body, and what is slow in
+/// it is listed by its own lines. Inline code in the declaration (an `if:
+/// -> { ... }` that delivers mail) still counts.
+pub(crate) fn name_only_callback(repo: &Path, path: &str, code: &str) -> bool {
+    let code = code.trim();
+    let keyword = code.split_whitespace().next().unwrap_or("");
+    let is_callback = ["before_", "after_", "around_"]
+        .iter()
+        .any(|p| keyword.starts_with(p));
+    if !is_callback {
+        return false;
+    }
+    let mut blanked = String::with_capacity(code.len());
+    let mut names = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find(':') {
+        blanked.push_str(&rest[..=at]);
+        let after = &rest[at + 1..];
+        // `Foo::Bar` is a constant, not a symbol.
+        if let Some(constant) = after.strip_prefix(':') {
+            blanked.push(':');
+            rest = constant;
+            continue;
+        }
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '?' | '!'))
+            .collect();
+        let symbol = !rest[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        if symbol && !name.is_empty() {
+            blanked.push_str(&" ".repeat(name.len()));
+            names.push(name.clone());
+            rest = &after[name.len()..];
+        } else {
+            rest = after;
+        }
+    }
+    blanked.push_str(rest);
+    if longtx_analysis::has_slow_work(&blanked) {
+        return false;
+    }
+    let Some(text) = std::fs::read_to_string(repo.join(path)).ok() else {
+        return false;
+    };
+    names.first().is_some_and(|name| {
+        text.lines().any(|line| {
+            line.trim()
+                .strip_prefix("def ")
+                .and_then(|d| d.strip_prefix(name.as_str()))
+                .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+        })
+    })
+}
+
 /// `Issue.where(status_id: id).update_all(...)`, `Ledger::Mapping.delete_all`:
 /// the statement's receiver is a class, and it is not narrowed to one row
 /// (by its id, or by a unique index of its table).
@@ -185,6 +241,41 @@ fn http_call(code: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_callback_named_after_slow_work_is_no_slow_call_when_its_method_is_read() {
+        let repo = longtx_testkit::TempDir::new("name-only-callback");
+        std::fs::create_dir_all(repo.join("app/models")).unwrap();
+        std::fs::write(
+            repo.join("app/models/comment.rb"),
+            "class Comment < ApplicationRecord\n  after_create :send_notification\n  after_save :reindex, if: -> { Mailer.x(self).deliver_now }\n  after_save :notify_gem\n\n  def send_notification\n    self.notified = true\n  end\n\n  def reindex\n  end\nend\n",
+        )
+        .unwrap();
+        let path = "app/models/comment.rb";
+        assert!(name_only_callback(
+            repo.path(),
+            path,
+            "after_create :send_notification"
+        ));
+        // Inline code that delivers mail is read, whatever the name.
+        assert!(!name_only_callback(
+            repo.path(),
+            path,
+            "after_save :reindex, if: -> { Mailer.x(self).deliver_now }"
+        ));
+        // A method the file does not define (a gem's, a concern's) is only
+        // known by its name: kept.
+        assert!(!name_only_callback(
+            repo.path(),
+            path,
+            "after_save :notify_gem"
+        ));
+        assert!(!name_only_callback(
+            repo.path(),
+            path,
+            "Notifier::Slack.notify(x)"
+        ));
+    }
 
     #[test]
     fn a_destroys_cascade_is_left_to_the_alert_that_measured_it() {

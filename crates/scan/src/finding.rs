@@ -86,6 +86,7 @@ pub(crate) fn of_site(
         .iter()
         .filter(|s| owned(&s.path, s.line))
         .filter(|s| crate::confidence::confident(repo, facts, &s.what, &s.code))
+        .filter(|s| !crate::confidence::name_only_callback(repo, &s.path, &s.code))
         .collect();
     if calls.is_empty() {
         return Vec::new();
