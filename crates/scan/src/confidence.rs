@@ -224,6 +224,16 @@ fn http_call(code: &str) -> bool {
     if HTTP_CLIENTS.iter().any(|c| code.contains(c)) {
         return true;
     }
+    // A Redis client's or a cache's `.get("key")` is no HTTP request
+    // (`RedisClient.current.get("feature_flags_x")`, `REDIS_GENERAL.get(...)`):
+    // Redis is named as such by its own kind of slow work.
+    let receiver = code
+        .find(".get(")
+        .map_or("", |at| &code[..at])
+        .to_ascii_lowercase();
+    if receiver.contains("redis") || receiver.contains("cache") {
+        return false;
+    }
     [".get(", ".post(", ".put(", ".patch(", ".delete("]
         .iter()
         .filter_map(|verb| code.find(verb).map(|at| &code[at + verb.len()..]))
@@ -241,6 +251,18 @@ fn http_call(code: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_redis_or_cache_read_is_no_http_call() {
+        assert!(!http_call(
+            "feature = RedisClient.current.get(\"feature_flags_#{feature_name}\")"
+        ));
+        assert!(!http_call("REDIS_GENERAL.get(\"tag_count\")"));
+        assert!(!http_call("Rails.cache.get(\"k\")"));
+        assert!(http_call(
+            "response = client.get(\"https://api.example/items\")"
+        ));
+    }
 
     #[test]
     fn a_callback_named_after_slow_work_is_no_slow_call_when_its_method_is_read() {
