@@ -105,7 +105,10 @@ pub(crate) fn name_only_callback(repo: &Path, path: &str, code: &str) -> bool {
         return false;
     }
     let mut blanked = String::with_capacity(code.len());
+    // The methods it declares: the symbols before its options (`if:`,
+    // `:unless =>`), whose values name predicates, not callbacks.
     let mut names = Vec::new();
+    let mut options = false;
     let mut rest = code;
     while let Some(at) = rest.find(':') {
         blanked.push_str(&rest[..=at]);
@@ -123,9 +126,15 @@ pub(crate) fn name_only_callback(repo: &Path, path: &str, code: &str) -> bool {
         let symbol = !rest[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
         if symbol && !name.is_empty() {
             blanked.push_str(&" ".repeat(name.len()));
-            names.push(name.clone());
+            let key = after[name.len()..].trim_start().starts_with("=>");
+            options |= key;
+            if !options {
+                names.push(name.clone());
+            }
             rest = &after[name.len()..];
         } else {
+            // `if: ...`: a key of the new hash syntax.
+            options |= !symbol && after.starts_with(char::is_whitespace);
             rest = after;
         }
     }
@@ -136,14 +145,17 @@ pub(crate) fn name_only_callback(repo: &Path, path: &str, code: &str) -> bool {
     let Some(text) = std::fs::read_to_string(repo.join(path)).ok() else {
         return false;
     };
-    names.first().is_some_and(|name| {
+    let defined = |name: &String| {
         text.lines().any(|line| {
             line.trim()
                 .strip_prefix("def ")
                 .and_then(|d| d.strip_prefix(name.as_str()))
                 .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
         })
-    })
+    };
+    // Every method it declares is read; one the file lacks is known by
+    // its name only.
+    !names.is_empty() && names.iter().all(defined)
 }
 
 /// `Issue.where(status_id: id).update_all(...)`, `Ledger::Mapping.delete_all`:
@@ -296,6 +308,22 @@ mod tests {
             repo.path(),
             path,
             "Notifier::Slack.notify(x)"
+        ));
+        assert!(!name_only_callback(
+            repo.path(),
+            path,
+            "after_save :reindex, :notify_gem"
+        ));
+        // An option's predicate is no callback of its own.
+        assert!(name_only_callback(
+            repo.path(),
+            path,
+            "after_create :send_notification, unless: :skip_notification?"
+        ));
+        assert!(name_only_callback(
+            repo.path(),
+            path,
+            "after_create :send_notification, :if => :notify_gem"
         ));
     }
 
