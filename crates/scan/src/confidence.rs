@@ -145,17 +145,20 @@ pub(crate) fn name_only_callback(repo: &Path, path: &str, code: &str) -> bool {
     let Some(text) = std::fs::read_to_string(repo.join(path)).ok() else {
         return false;
     };
-    let defined = |name: &String| {
-        text.lines().any(|line| {
-            line.trim()
-                .strip_prefix("def ")
-                .and_then(|d| d.strip_prefix(name.as_str()))
-                .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
-        })
-    };
     // Every method it declares is read; one the file lacks is known by
     // its name only.
-    !names.is_empty() && names.iter().all(defined)
+    !names.is_empty() && names.iter().all(|name| defines(&text, name))
+}
+
+/// Whether `text` has a `def` of exactly `name` (`self.import`, not
+/// `self.import_rows`).
+fn defines(text: &str, name: &str) -> bool {
+    text.lines().any(|line| {
+        line.trim()
+            .strip_prefix("def ")
+            .and_then(|d| d.strip_prefix(name))
+            .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+    })
 }
 
 /// `Issue.where(status_id: id).update_all(...)`, `Ledger::Mapping.delete_all`:
@@ -224,11 +227,8 @@ fn model_import(repo: &Path, code: &str) -> bool {
     // A model that defines `self.import` itself answers the call with its
     // own code, which the walk reads (foreman's `Subnet::Ipv4.import` asks a
     // proxy over HTTP and saves nothing): not activerecord-import's insert.
-    std::fs::read_to_string(repo.join("app/models").join(format!("{file}.rb"))).is_ok_and(|text| {
-        !text
-            .lines()
-            .any(|l| l.trim_start().starts_with("def self.import"))
-    })
+    std::fs::read_to_string(repo.join("app/models").join(format!("{file}.rb")))
+        .is_ok_and(|text| !defines(&text, "self.import"))
 }
 
 /// A known client, or a verb called with a string, URL or URI.

@@ -932,11 +932,15 @@ impl<'a> Walker<'a> {
     /// The model a receiver is named after: `@order`, `current_journal`
     /// (its last words), `Spree::Order`; `self` in a model's own method.
     fn model_named(&self, frame: &Frame, receiver: &str) -> Option<ModelRef> {
-        let class = self.class_named(frame, receiver)?;
-        let (path, line) = self.index.classes.get(&class)?;
+        self.model_of_class(&self.class_named(frame, receiver)?)
+    }
+
+    /// `class` as a model, when its file is one.
+    fn model_of_class(&self, class: &str) -> Option<ModelRef> {
+        let (path, line) = self.index.classes.get(class)?;
         is_model_path(path).then(|| ModelRef {
             table: String::new(),
-            class: class.clone(),
+            class: class.to_owned(),
             path: path.clone(),
             line: *line,
             explicit_table_name: false,
@@ -971,21 +975,8 @@ impl<'a> Walker<'a> {
             let class =
                 cascade::class_name_option(declaration).unwrap_or_else(|| camelize(&attribute));
             let scope: Vec<String> = owner.class.split("::").map(str::to_owned).collect();
-            let Some(class) = self.index.resolve(&class, &scope) else {
-                continue;
-            };
-            let Some((path, line)) = self.index.classes.get(&class) else {
-                continue;
-            };
-            if is_model_path(path) {
-                found.push(ModelRef {
-                    table: String::new(),
-                    class: class.clone(),
-                    path: path.clone(),
-                    line: *line,
-                    explicit_table_name: false,
-                });
-            }
+            let model = self.index.resolve(&class, &scope);
+            found.extend(model.and_then(|class| self.model_of_class(&class)));
         }
         found
     }
