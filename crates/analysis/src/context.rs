@@ -18,7 +18,9 @@ use class_index::ClassIndex;
 use models::explicit_table_name;
 use models::model_of;
 pub use models::{camelize, singularize};
-pub use sites::{has_slow_work, Site, SiteLine, SlowCall, CASCADE_WORK, MAX_SITES};
+pub use sites::{
+    has_slow_work, has_slow_work_in_code, Site, SiteLine, SlowCall, CASCADE_WORK, MAX_SITES,
+};
 use std::path::Path;
 
 /// At most this many calls are listed per prompt.

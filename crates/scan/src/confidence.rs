@@ -85,9 +85,21 @@ pub(crate) fn confident(repo: &Path, facts: &CheckoutFacts, kind: &str, code: &s
             code.contains("deliver_now") || crate::queue_backend::redis_queue_api(code)
         }
         "an HTTP call" => http_call(code),
+        // twilio-ruby's `Twilio::TwiML::VoiceResponse` builds the XML a
+        // call answers with, in memory; only its REST client sends.
+        "an SMS API call" if code.contains("TwiML") => false,
         "file work" => !cheap_file_call(code),
         _ => true,
     }
+}
+
+/// Slow work named only in a string or a comment: a path
+/// (`File.join(__dir__, 'df_api')`), a log line (`logger.warn("Unknown
+/// Twilio status")`). The prompt still reads such words as leads (ignoring
+/// them there cost the pattern held-out set a case); a check must not
+/// speak for them.
+pub(crate) fn named_only_in_words(code: &str) -> bool {
+    longtx_analysis::has_slow_work(code) && !longtx_analysis::has_slow_work_in_code(code)
 }
 
 /// A callback's declaration (`after_create :send_notification`) listed as
@@ -273,6 +285,43 @@ mod tests {
         assert!(!http_call("Rails.cache.get(\"k\")"));
         assert!(http_call(
             "response = client.get(\"https://api.example/items\")"
+        ));
+    }
+
+    #[test]
+    fn slow_work_named_in_a_string_or_a_comment_is_no_slow_call() {
+        assert!(named_only_in_words(
+            "File.join(__dir__, '..', '..', 'df_api')"
+        ));
+        assert!(named_only_in_words(
+            "Rails.logger.warn(\"Unknown Twilio status received: #{new_status.inspect}\")"
+        ));
+        assert!(named_only_in_words("save! # then notify the gateway"));
+        // A call beside the words, or a call given a string, is code.
+        assert!(!named_only_in_words(
+            "Twilio::REST::Client.new.messages.create(body: \"hi\")"
+        ));
+        assert!(!named_only_in_words(
+            "response = client.get(\"https://api.example/items\")"
+        ));
+        assert!(!named_only_in_words("user.save!"), "no slow work at all");
+    }
+
+    #[test]
+    fn twiml_is_built_in_memory() {
+        let facts = CheckoutFacts::default();
+        let repo = Path::new("/nonexistent");
+        assert!(!confident(
+            repo,
+            &facts,
+            "an SMS API call",
+            "twiml = Twilio::TwiML::VoiceResponse.new"
+        ));
+        assert!(confident(
+            repo,
+            &facts,
+            "an SMS API call",
+            "Twilio::REST::Client.new(sid, token).messages.create(to: to)"
         ));
     }
 

@@ -87,6 +87,7 @@ pub(crate) fn of_site(
         .filter(|s| owned(&s.path, s.line))
         .filter(|s| crate::confidence::confident(repo, facts, &s.what, &s.code))
         .filter(|s| !crate::confidence::name_only_callback(repo, &s.path, &s.code))
+        .filter(|s| !crate::confidence::named_only_in_words(&s.code))
         .collect();
     if calls.is_empty() {
         return Vec::new();

@@ -20,7 +20,7 @@ use std::collections::HashSet;
 mod cascade;
 mod clients;
 mod elsewhere;
-mod text;
+pub(super) mod text;
 
 pub(super) use cascade::is_cascade;
 

@@ -163,7 +163,7 @@ pub(super) fn saves_bare(text: &str) -> bool {
 
 /// The line with its quoted strings emptied (`raise 'could not create'`
 /// holds no call).
-pub(super) fn without_strings(code: &str) -> String {
+pub(in crate::context::sites) fn without_strings(code: &str) -> String {
     let mut out = String::with_capacity(code.len());
     let mut quote: Option<char> = None;
     for c in code.chars() {
