@@ -73,7 +73,7 @@ pub(crate) fn confident(repo: &Path, facts: &CheckoutFacts, kind: &str, code: &s
         "a batch write" => unbounded_bulk(code, keys),
         // A loop or batch over a `where` on a unique index visits one row.
         "a batch over many rows" | "a loop of writes or enqueues" => {
-            !keys.one_row(code, code.len())
+            !keys.one_row(code, code.len()) && !over_request_params(code)
         }
         "a bulk import" => model_import(repo, code),
         // One row in the same database, or a push in process: whatever
@@ -91,6 +91,29 @@ pub(crate) fn confident(repo: &Path, facts: &CheckoutFacts, kind: &str, code: &s
         "file work" => !cheap_file_call(code),
         _ => true,
     }
+}
+
+/// A loop over what the request sent (`params[:ids].each`,
+/// `achievement_order_params.each_with_index`): as many rows as one form
+/// or one API call names, which the request's own size bounds; a loop over
+/// rows the database holds is the one that grows.
+fn over_request_params(code: &str) -> bool {
+    let Some(at) = [".each", ".map", ".find_each"]
+        .iter()
+        .filter_map(|verb| code.find(verb))
+        .min()
+    else {
+        return false;
+    };
+    // The collection itself, not a query narrowed by a param
+    // (`Post.where(team: params[:team]).find_each` reads the table).
+    let receiver = code[..at].trim_start();
+    let receiver = receiver.strip_prefix("Array(").unwrap_or(receiver);
+    let root: String = receiver
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    root == "params" || root.ends_with("_params")
 }
 
 /// Slow work named only in a string or a comment: a path
@@ -305,6 +328,21 @@ mod tests {
             "response = client.get(\"https://api.example/items\")"
         ));
         assert!(!named_only_in_words("user.save!"), "no slow work at all");
+    }
+
+    #[test]
+    fn a_loop_over_the_requests_params_is_bounded_by_the_request() {
+        assert!(over_request_params(
+            "achievement_order_params.each_with_index do |id, index|"
+        ));
+        assert!(over_request_params("params[:ids].each do |id|"));
+        assert!(over_request_params(
+            "Array(contexts_params).each do |param|"
+        ));
+        assert!(!over_request_params("@clients.each do |client|"));
+        assert!(!over_request_params(
+            "Post.where(team: params[:team]).find_each do |post|"
+        ));
     }
 
     #[test]
