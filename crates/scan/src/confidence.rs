@@ -73,7 +73,9 @@ pub(crate) fn confident(repo: &Path, facts: &CheckoutFacts, kind: &str, code: &s
         "a batch write" => unbounded_bulk(code, keys),
         // A loop or batch over a `where` on a unique index visits one row.
         "a batch over many rows" | "a loop of writes or enqueues" => {
-            !keys.one_row(code, code.len()) && !over_request_params(code)
+            !keys.one_row(code, code.len())
+                && !over_request_params(code)
+                && !over_literal_list(code)
         }
         "a bulk import" => model_import(repo, code),
         // One row in the same database, or a push in process: whatever
@@ -114,6 +116,23 @@ fn over_request_params(code: &str) -> bool {
         .take_while(|c| c.is_alphanumeric() || *c == '_')
         .collect();
     root == "params" || root.ends_with("_params")
+}
+
+/// A loop over a list written in the code (`%w[terms privacy].each`,
+/// `[Spree::Order, Spree::Payment].each`, the `].each` closing a list
+/// written over several lines, `3.times`): as many turns as the code names.
+/// Slow work in its body is listed by its own line.
+fn over_literal_list(code: &str) -> bool {
+    let code = code.trim_start();
+    let literal_array = code.starts_with('[')
+        || code.starts_with("%w")
+        || code.starts_with("%i")
+        || code.starts_with("].each")
+        || code.starts_with("].map");
+    let literal_count = code
+        .split_once(".times")
+        .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    (literal_array && !code.starts_with("[]")) || literal_count
 }
 
 /// Slow work named only in a string or a comment: a path
@@ -343,6 +362,18 @@ mod tests {
         assert!(!over_request_params(
             "Post.where(team: params[:team]).find_each do |post|"
         ));
+    }
+
+    #[test]
+    fn a_loop_over_a_list_the_code_writes_is_bounded_by_it() {
+        assert!(over_literal_list("%w[terms privacy returns].each do |name|"));
+        assert!(over_literal_list(
+            "[Spree::Order, Spree::Payment].each do |klass|"
+        ));
+        assert!(over_literal_list("].each do |policy_name|"));
+        assert!(over_literal_list("3.times do"));
+        assert!(!over_literal_list("(codes_count - gift_cards.count).times do"));
+        assert!(!over_literal_list("ancestors.each do |ancestor|"));
     }
 
     #[test]
