@@ -135,13 +135,91 @@ fn over_literal_list(code: &str) -> bool {
     (literal_array && !code.starts_with("[]")) || literal_count
 }
 
-/// Slow work named only in a string or a comment: a path
-/// (`File.join(__dir__, 'df_api')`), a log line (`logger.warn("Unknown
-/// Twilio status")`). The prompt still reads such words as leads (ignoring
-/// them there cost the pattern held-out set a case); a check must not
-/// speak for them.
-pub(crate) fn named_only_in_words(code: &str) -> bool {
-    longtx_analysis::has_slow_work(code) && !longtx_analysis::has_slow_work_in_code(code)
+/// Slow work the line names without doing it:
+/// - in a string or a comment: a path (`File.join(__dir__, 'df_api')`), a
+///   log line (`logger.warn("Unknown Twilio status")`);
+/// - in a predicate, which asks (`Site.disable_constituency_api?`), or in a
+///   symbol or a hash key, which names (`errors.add(:show_notification)`).
+///
+/// The prompt still reads such names as leads (ignoring words in strings
+/// there cost the pattern held-out set a case); a check must not speak for
+/// them. A callback's declaration keeps its symbols: [`name_only_callback`]
+/// judges those. A bare call of a method named after slow work
+/// (`notify!`) stays, though the walk reads its body too: when that body
+/// dispatches further than the walk follows (whitehall's `notifier.publish`),
+/// the name is all the scan has, and dropping it lost real fixes.
+pub(crate) fn named_only(code: &str) -> bool {
+    if !longtx_analysis::has_slow_work(code) {
+        return false;
+    }
+    let callback = ["before_", "after_", "around_"]
+        .iter()
+        .any(|p| code.trim_start().starts_with(p));
+    let named = |before: &str, word: &str, after: &str| {
+        // `&:notify` sends `notify` to each element: a call, not a name.
+        let symbol = before.ends_with(':') && !before.ends_with("::") && !before.ends_with("&:");
+        let key = after.starts_with(':') && !after.starts_with("::");
+        word.ends_with('?') || (!callback && (symbol || key))
+    };
+    let mut blanked = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(start) = rest.find(|c: char| c.is_alphanumeric() || c == '_') {
+        let len = rest[start..]
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map_or(rest.len() - start, |n| n);
+        let mut end = start + len;
+        if rest[end..].starts_with(['?', '!']) {
+            end += 1;
+        }
+        let word = &rest[start..end];
+        blanked.push_str(&rest[..start]);
+        if named(&code[..code.len() - rest.len() + start], word, &rest[end..]) {
+            blanked.push_str(&" ".repeat(word.len()));
+        } else {
+            blanked.push_str(word);
+        }
+        rest = &rest[end..];
+    }
+    blanked.push_str(rest);
+    !longtx_analysis::has_slow_work_in_code(&blanked)
+}
+
+/// `SyncJob.perform_now(id)` runs the job's `perform` here, and the walk
+/// reads that body where it runs: what is slow in it is listed by its own
+/// lines. The line is the way there, worth listing beside that slow work
+/// (it is what a fix moves) but no slow work of its own: alone at a site it
+/// says only `perform_now`. A job the checkout lacks (a gem's) is judged by
+/// its name.
+pub(crate) fn route_only(repo: &Path, kind: &str, code: &str) -> bool {
+    kind == "a job run inline" && job_in_checkout(repo, code)
+}
+
+fn job_in_checkout(repo: &Path, code: &str) -> bool {
+    let Some(at) = code.find(".perform_now") else {
+        return false;
+    };
+    let constant: String = code[..at]
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == ':' || *c == '_')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    if !constant.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return false;
+    }
+    let file = constant
+        .split("::")
+        .map(longtx_core::query_logs::underscore)
+        .collect::<Vec<_>>()
+        .join("/");
+    ["app/jobs", "app/workers", "app/sidekiq"]
+        .iter()
+        .any(|dir| {
+            std::fs::read_to_string(repo.join(dir).join(format!("{file}.rb")))
+                .is_ok_and(|text| defines(&text, "perform"))
+        })
 }
 
 /// A callback's declaration (`after_create :send_notification`) listed as
@@ -332,21 +410,52 @@ mod tests {
 
     #[test]
     fn slow_work_named_in_a_string_or_a_comment_is_no_slow_call() {
-        assert!(named_only_in_words(
-            "File.join(__dir__, '..', '..', 'df_api')"
-        ));
-        assert!(named_only_in_words(
+        let named = named_only;
+        assert!(named("File.join(__dir__, '..', '..', 'df_api')"));
+        assert!(named(
             "Rails.logger.warn(\"Unknown Twilio status received: #{new_status.inspect}\")"
         ));
-        assert!(named_only_in_words("save! # then notify the gateway"));
+        assert!(named("save! # then notify the gateway"));
         // A call beside the words, or a call given a string, is code.
-        assert!(!named_only_in_words(
+        assert!(!named(
             "Twilio::REST::Client.new.messages.create(body: \"hi\")"
         ));
-        assert!(!named_only_in_words(
+        assert!(!named(
             "response = client.get(\"https://api.example/items\")"
         ));
-        assert!(!named_only_in_words("user.save!"), "no slow work at all");
+        assert!(!named("user.save!"), "no slow work at all");
+    }
+
+    #[test]
+    fn a_predicate_or_a_symbol_only_names_slow_work() {
+        assert!(named_only("return [] if Site.disable_constituency_api?"));
+        assert!(named_only(
+            "errors.add(:show_dissolution_notification, :not_visible) unless x?"
+        ));
+        assert!(named_only("if params[:gateway] == 'paypal'"));
+        assert!(!named_only("parties.each(&:notify)"), "`&:` sends it");
+        assert!(!named_only("send_notification if partner.send_reminders"));
+        assert!(!named_only("Slack.notify(channel: :ops)"));
+        // A callback's symbols are judged by `name_only_callback`.
+        assert!(!named_only("after_create :send_notification"));
+    }
+
+    #[test]
+    fn a_job_run_inline_is_read_in_its_own_body() {
+        let repo = longtx_testkit::TempDir::new("perform-now");
+        std::fs::create_dir_all(repo.join("app/jobs")).unwrap();
+        std::fs::write(
+            repo.join("app/jobs/notify_partner_job.rb"),
+            "class NotifyPartnerJob < ApplicationJob\n  def perform(id)\n    Mailer.x(id).deliver_later\n  end\nend\n",
+        )
+        .unwrap();
+        let inline = "a job run inline";
+        assert!(route_only(
+            repo.path(),
+            inline,
+            "NotifyPartnerJob.perform_now(@request.id)"
+        ));
+        assert!(!route_only(repo.path(), inline, "GemJob.perform_now(id)"));
     }
 
     #[test]
@@ -366,13 +475,17 @@ mod tests {
 
     #[test]
     fn a_loop_over_a_list_the_code_writes_is_bounded_by_it() {
-        assert!(over_literal_list("%w[terms privacy returns].each do |name|"));
+        assert!(over_literal_list(
+            "%w[terms privacy returns].each do |name|"
+        ));
         assert!(over_literal_list(
             "[Spree::Order, Spree::Payment].each do |klass|"
         ));
         assert!(over_literal_list("].each do |policy_name|"));
         assert!(over_literal_list("3.times do"));
-        assert!(!over_literal_list("(codes_count - gift_cards.count).times do"));
+        assert!(!over_literal_list(
+            "(codes_count - gift_cards.count).times do"
+        ));
         assert!(!over_literal_list("ancestors.each do |ancestor|"));
     }
 

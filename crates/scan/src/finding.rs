@@ -87,8 +87,18 @@ pub(crate) fn of_site(
         .filter(|s| owned(&s.path, s.line))
         .filter(|s| crate::confidence::confident(repo, facts, &s.what, &s.code))
         .filter(|s| !crate::confidence::name_only_callback(repo, &s.path, &s.code))
-        .filter(|s| !crate::confidence::named_only_in_words(&s.code))
+        .filter(|s| !crate::confidence::named_only(&s.code))
         .collect();
+    // A job run inline is listed as the way to its body's slow work, while
+    // that work is listed too.
+    let calls = if calls
+        .iter()
+        .all(|s| crate::confidence::route_only(repo, &s.what, &s.code))
+    {
+        Vec::new()
+    } else {
+        calls
+    };
     if calls.is_empty() {
         return Vec::new();
     }
