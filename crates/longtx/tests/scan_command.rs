@@ -519,3 +519,32 @@ fn a_check_speaks_for_calls_not_for_names_of_slow_work() {
         "{confirmed:?}"
     );
 }
+
+#[test]
+fn a_method_already_on_the_route_is_not_read_again_inside_its_own_transaction() {
+    // panoptes' ProjectCopier: `copy_project`, called inside `copy`'s
+    // transaction, holds the word `copy` in a string; `copy` enqueues after
+    // its transaction commits, which round 8's reviewer judged not inside.
+    let repo = GitRepo::new("scan-route-once");
+    repo.commit(
+        &[
+            (
+                "app/workers/project_copy_worker.rb",
+                "class ProjectCopyWorker\n  include Sidekiq::Worker\n\n  def perform(id)\n    ProjectCopier.new(id).copy\n  end\nend\n",
+            ),
+            (
+                "lib/project_copier.rb",
+                "class ProjectCopier\n  def initialize(id)\n    @id = id\n  end\n\n  def copy\n    copied = Project.transaction do\n      copied = copy_project\n      copied.save!\n      copied\n    end\n\n    TalkAdminCreateWorker.perform_async(copied.id)\n    copied\n  end\n\n  private\n\n  def copy_project\n    copied = Project.find(@id).dup\n    copied.display_name += \" (copy)\"\n    copied\n  end\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    assert!(
+        all.iter().all(|f| f["path"] != "lib/project_copier.rb"),
+        "{all:#?}"
+    );
+}

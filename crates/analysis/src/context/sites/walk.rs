@@ -1129,10 +1129,21 @@ impl<'a> Walker<'a> {
             .next()
             .unwrap_or("")
             .to_owned();
+        // A method already on the route is being read: reading it again
+        // from here would run its lines after the transaction inside it
+        // (panoptes' `" (copy: #{time})"` in `copy_project`, read as a call
+        // of `copy`, the method whose transaction was open).
+        let on_route = |word: &str| {
+            frame
+                .route
+                .iter()
+                .any(|label| label.rsplit(['#', '.']).next() == Some(word))
+        };
         // Its own methods: called bare, or on a bare `new(scope)` in a
         // class method (`new(scope).publish_all!`).
         for word in words(text).into_iter().chain(calls_on_bare_new(text)) {
-            if word == own || word.len() < 3 || KEYWORDS.contains(&word.as_str()) {
+            if word == own || word.len() < 3 || KEYWORDS.contains(&word.as_str()) || on_route(&word)
+            {
                 continue;
             }
             if let Some(def) = self.own_method(frame, &word) {
