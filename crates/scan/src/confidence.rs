@@ -198,22 +198,9 @@ fn job_in_checkout(repo: &Path, code: &str) -> bool {
     let Some(at) = code.find(".perform_now") else {
         return false;
     };
-    let constant: String = code[..at]
-        .chars()
-        .rev()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == ':' || *c == '_')
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    if !constant.starts_with(|c: char| c.is_ascii_uppercase()) {
+    let Some(file) = constant_file_before(&code[..at]) else {
         return false;
-    }
-    let file = constant
-        .split("::")
-        .map(longtx_core::query_logs::underscore)
-        .collect::<Vec<_>>()
-        .join("/");
+    };
     ["app/jobs", "app/workers", "app/sidekiq"]
         .iter()
         .any(|dir| {
@@ -331,6 +318,29 @@ fn cheap_file_call(code: &str) -> bool {
     .any(|c| code.contains(c))
 }
 
+/// The file a constant ending `before` lives in by Rails' naming
+/// (`Course::ExternalAssessmentGrade` -> `course/external_assessment_grade`),
+/// when `before` ends with a constant.
+fn constant_file_before(before: &str) -> Option<String> {
+    let constant: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == ':' || *c == '_')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    constant
+        .starts_with(|c: char| c.is_ascii_uppercase())
+        .then(|| {
+            constant
+                .split("::")
+                .map(longtx_core::query_logs::underscore)
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+}
+
 /// `Product.import(rows)` where `Product` is a model of the checkout.
 fn model_import(repo: &Path, code: &str) -> bool {
     let Some(at) = code.find(".import") else {
@@ -340,22 +350,9 @@ fn model_import(repo: &Path, code: &str) -> bool {
     if before.ends_with(".new") || before.ends_with(')') {
         return false;
     }
-    let constant: String = before
-        .chars()
-        .rev()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == ':' || *c == '_')
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    if !constant.starts_with(|c: char| c.is_ascii_uppercase()) {
+    let Some(file) = constant_file_before(before) else {
         return false;
-    }
-    let file = constant
-        .split("::")
-        .map(longtx_core::query_logs::underscore)
-        .collect::<Vec<_>>()
-        .join("/");
+    };
     // A model that defines `self.import` itself answers the call with its
     // own code, which the walk reads (foreman's `Subnet::Ipv4.import` asks a
     // proxy over HTTP and saves nothing): not activerecord-import's insert.

@@ -501,10 +501,7 @@ pub fn has_slow_work(code: &str) -> bool {
 /// status")` name slow work in words only. The walk reads words as leads;
 /// a check that must be right when it speaks asks for code.
 pub fn has_slow_work_in_code(code: &str) -> bool {
-    let code = walk::text::without_strings(code);
-    // With the strings emptied, a `#` left starts a comment.
-    let code = code.split('#').next().unwrap_or("");
-    has_slow_work(code)
+    has_slow_work(&walk::text::code_only(code))
 }
 
 /// How slow `code` looks, unweighted by distance.

@@ -163,7 +163,7 @@ pub(super) fn saves_bare(text: &str) -> bool {
 
 /// The line with its quoted strings emptied (`raise 'could not create'`
 /// holds no call).
-pub(in crate::context::sites) fn without_strings(code: &str) -> String {
+pub(super) fn without_strings(code: &str) -> String {
     let mut out = String::with_capacity(code.len());
     let mut quote: Option<char> = None;
     for c in code.chars() {
@@ -179,6 +179,64 @@ pub(in crate::context::sites) fn without_strings(code: &str) -> String {
                 }
                 out.push(c);
             }
+        }
+    }
+    out
+}
+
+/// `text` without its strings and comments, line by line (an apostrophe
+/// in a comment empties no more than its line).
+/// What is interpolated in a double-quoted string (`"#{name} sent"`) is
+/// code and stays.
+pub(in crate::context::sites) fn code_only(text: &str) -> String {
+    text.lines()
+        .map(code_of_line)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn code_of_line(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut quote: Option<char> = None;
+    // Open braces of an interpolation being copied.
+    let mut depth = 0usize;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if depth > 0 {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            if depth > 0 {
+                out.push(c);
+            } else {
+                out.push(' ');
+            }
+            continue;
+        }
+        match quote {
+            Some('"') if c == '#' && chars.peek() == Some(&'{') => {
+                chars.next();
+                depth = 1;
+                out.push(' ');
+            }
+            // An escaped character, quote or not, stays in the string.
+            Some(_) if c == '\\' => {
+                chars.next();
+            }
+            Some(q) if c == q => {
+                quote = None;
+                out.push(c);
+            }
+            Some(_) => {}
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                out.push(c);
+            }
+            // With no string open, a `#` starts a comment.
+            None if c == '#' => break,
+            None => out.push(c),
         }
     }
     out
@@ -275,6 +333,19 @@ mod tests {
         assert_eq!(receiver_before("x = @order"), "@order");
         assert_eq!(receiver_before("(Spree::Order"), "Spree::Order");
         assert_eq!(receiver_before("foo("), "");
+    }
+
+    #[test]
+    fn code_only_drops_strings_and_comments() {
+        assert_eq!(
+            code_only("name += \" (copy: at)\"\n# copy the rows\nsave! # copy\ncopy"),
+            "name += \"\"\n\nsave! \ncopy"
+        );
+        // Interpolated code stays; an escaped quote does not end the string.
+        assert_eq!(
+            code_only("log \"a \\\" copy #{send_mail(x)} b\""),
+            "log \" send_mail(x) \""
+        );
     }
 
     #[test]
