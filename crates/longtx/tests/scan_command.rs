@@ -548,3 +548,33 @@ fn a_method_already_on_the_route_is_not_read_again_inside_its_own_transaction() 
         "{all:#?}"
     );
 }
+
+#[test]
+fn a_records_update_is_active_records_never_a_class_method_of_that_name() {
+    // danbooru's ApplicationRecord defines a class method `update!` that
+    // updates every row of a relation; `ip_geolocation.update!(...)` on a
+    // record is Active Record's own, one row.
+    let repo = GitRepo::new("scan-record-update");
+    repo.commit(
+        &[
+            (
+                "app/models/application_record.rb",
+                "class ApplicationRecord < ActiveRecord::Base\n  self.abstract_class = true\n\n  concerning :ActiveRecordExtensions do\n    class_methods do\n      def update!(*args)\n        all.each { |record| record.update!(*args) }\n      end\n    end\n  end\nend\n",
+            ),
+            (
+                "app/models/ip_geolocation.rb",
+                "class IpGeolocation < ApplicationRecord\n  def self.refresh!(ip)\n    transaction do\n      ip_geolocation = IpGeolocation.find_by!(ip_addr: ip)\n      ip_geolocation.update!(checked_at: Time.now)\n    end\n  end\nend\n",
+            ),
+            (
+                "app/controllers/ip_geolocations_controller.rb",
+                "class IpGeolocationsController < ApplicationController\n  def update\n    IpGeolocation.refresh!(params[:ip])\n  end\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    assert!(all.is_empty(), "{all:#?}");
+}

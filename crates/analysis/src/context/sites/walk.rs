@@ -1210,7 +1210,15 @@ impl<'a> Walker<'a> {
         let mut found = Vec::new();
         let named = self.model_named(frame, receiver).map(|m| m.class);
         if let Some(class) = named {
-            if let Some(def) = self.class_method(&class, method, false) {
+            // A record's `update!` is Active Record's, never a class method
+            // of that name (danbooru's `ApplicationRecord.update!`, which
+            // updates every row of a relation).
+            let records_own =
+                |def: &Def| RECORD_METHODS.contains(&method) && singleton_def_at(&def.3, def.1);
+            if let Some(def) = self
+                .class_method(&class, method, false)
+                .filter(|def| !records_own(def))
+            {
                 found.push((class.clone(), def));
             }
             {
