@@ -17,7 +17,7 @@ name=e2e
 # shellcheck source=deploy/e2e/lib.sh
 source "$repo/deploy/e2e/lib.sh"
 
-my_port=$(port); pg_port=$(port); serve_port=$(port); c1_port=$(port); c2_port=$(port); prom_port=$(port); am_port=$(port)
+read -r my_port pg_port serve_port c1_port c2_port prom_port am_port < <(ports 7)
 token=e2e-token-$RANDOM$RANDOM
 printf '%s' "$token" > "$work/token"
 

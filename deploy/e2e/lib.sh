@@ -23,7 +23,16 @@ cleanup() {
 trap cleanup EXIT
 
 step() { echo "$name: $*"; }
-port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# Prints $1 free local ports, all different: the sockets are held together
+# while the kernel picks, since one port picked and released at a time can be
+# handed out twice (the collector e2e once got MariaDB's port for PostgreSQL).
+ports() {
+    python3 -c 'import socket, sys
+held = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in held:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in held))' "$1"
+}
 # Waits up to $1 seconds for the command after it to succeed.
 wait_for() {
     local deadline=$((SECONDS + $1)); shift

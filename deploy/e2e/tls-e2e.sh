@@ -48,7 +48,7 @@ step "building longtx"
 cargo build --quiet --locked -p longtx
 longtx=${CARGO_TARGET_DIR:-$repo/target}/debug/longtx
 
-pg_port=$(port); my_port=$(port)
+read -r pg_port my_port < <(ports 2)
 
 step "PostgreSQL with TLS required on 127.0.0.1:$pg_port"
 mkdir -p "$work/pg" "$work/pgsock" "$work/pgtls"
