@@ -152,9 +152,7 @@ pub(crate) fn named_only(code: &str) -> bool {
     if !longtx_analysis::has_slow_work(code) {
         return false;
     }
-    let callback = ["before_", "after_", "around_"]
-        .iter()
-        .any(|p| code.trim_start().starts_with(p));
+    let callback = is_callback_declaration(code);
     let named = |before: &str, word: &str, after: &str| {
         // `&:notify` sends `notify` to each element: a call, not a name.
         let symbol = before.ends_with(':') && !before.ends_with("::") && !before.ends_with("&:");
@@ -209,6 +207,14 @@ fn job_in_checkout(repo: &Path, code: &str) -> bool {
         })
 }
 
+/// Whether `code` declares a callback (`after_create :send_notification`,
+/// `before_save do`).
+fn is_callback_declaration(code: &str) -> bool {
+    ["before_", "after_", "around_"]
+        .iter()
+        .any(|p| code.trim_start().starts_with(p))
+}
+
 /// A callback's declaration (`after_create :send_notification`) listed as
 /// the slow call only for its method's name, while that method is defined
 /// in the same file: the walk read the method's body, and what is slow in
@@ -216,11 +222,7 @@ fn job_in_checkout(repo: &Path, code: &str) -> bool {
 /// -> { ... }` that delivers mail) still counts.
 pub(crate) fn name_only_callback(repo: &Path, path: &str, code: &str) -> bool {
     let code = code.trim();
-    let keyword = code.split_whitespace().next().unwrap_or("");
-    let is_callback = ["before_", "after_", "around_"]
-        .iter()
-        .any(|p| keyword.starts_with(p));
-    if !is_callback {
+    if !is_callback_declaration(code) {
         return false;
     }
     let mut blanked = String::with_capacity(code.len());

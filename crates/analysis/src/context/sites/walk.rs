@@ -1066,13 +1066,11 @@ impl<'a> Walker<'a> {
             }
             class = parent.clone();
         }
-        // A record's own `update!` called bare is Active Record's, never a
-        // parent's class method of that name.
-        let record_method = RECORD_METHODS.contains(&name);
+        // A record's own `update!` called bare is Active Record's.
         owners.into_iter().find_map(|owner| {
             let (path, text) = self.index.file_of(&owner)?;
             let (line, body) = find_def(text, name)?;
-            if record_method && singleton_def_at(text, line) {
+            if class_method_shadowing_record(name, text, line) {
                 return None;
             }
             Some((path.clone(), line, body, text.clone()))
@@ -1123,16 +1121,11 @@ impl<'a> Walker<'a> {
                 found.push(self.child(frame, format!("{class}#{method}"), def, inside));
             }
         }
-        let own = frame
-            .label
-            .rsplit(['#', '.'])
-            .next()
-            .unwrap_or("")
-            .to_owned();
-        // A method already on the route is being read: reading it again
-        // from here would run its lines after the transaction inside it
-        // (panoptes' `" (copy: #{time})"` in `copy_project`, read as a call
-        // of `copy`, the method whose transaction was open).
+        // A method already on the route (this frame's own among them) is
+        // being read: reading it again from here would run its lines after
+        // the transaction inside it (panoptes' `" (copy: #{time})"` in
+        // `copy_project`, read as a call of `copy`, the method whose
+        // transaction was open).
         let on_route = |word: &str| {
             frame
                 .route
@@ -1142,8 +1135,7 @@ impl<'a> Walker<'a> {
         // Its own methods: called bare, or on a bare `new(scope)` in a
         // class method (`new(scope).publish_all!`).
         for word in words(text).into_iter().chain(calls_on_bare_new(text)) {
-            if word == own || word.len() < 3 || KEYWORDS.contains(&word.as_str()) || on_route(&word)
-            {
+            if word.len() < 3 || KEYWORDS.contains(&word.as_str()) || on_route(&word) {
                 continue;
             }
             if let Some(def) = self.own_method(frame, &word) {
@@ -1210,14 +1202,10 @@ impl<'a> Walker<'a> {
         let mut found = Vec::new();
         let named = self.model_named(frame, receiver).map(|m| m.class);
         if let Some(class) = named {
-            // A record's `update!` is Active Record's, never a class method
-            // of that name (danbooru's `ApplicationRecord.update!`, which
-            // updates every row of a relation).
-            let records_own =
-                |def: &Def| RECORD_METHODS.contains(&method) && singleton_def_at(&def.3, def.1);
+            // `record.update!` is Active Record's too.
             if let Some(def) = self
                 .class_method(&class, method, false)
-                .filter(|def| !records_own(def))
+                .filter(|def| !class_method_shadowing_record(method, &def.3, def.1))
             {
                 found.push((class.clone(), def));
             }
@@ -1264,6 +1252,14 @@ impl<'a> Walker<'a> {
         }
         found
     }
+}
+
+/// Whether the `def` of `name` at `line` of `text` is a class method of a
+/// name a record answers itself (`update!`, `save`): a record's `update!`
+/// is Active Record's, never a class method of that name (danbooru's
+/// `ApplicationRecord.update!`, which updates every row of a relation).
+fn class_method_shadowing_record(name: &str, text: &str, line: usize) -> bool {
+    RECORD_METHODS.contains(&name) && singleton_def_at(text, line)
 }
 
 /// A method that opens the transaction for the code that calls it: a
