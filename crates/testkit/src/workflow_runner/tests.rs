@@ -21,18 +21,33 @@ fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// A fresh temp dir with ws/, tmp/ and wf.yml.
-fn fixture(tag: &str, yaml: &str) -> Rehearsal {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let n = N.fetch_add(1, Ordering::SeqCst);
-    // Under the sweep's name pattern: removed by the next run if left.
-    let root =
-        std::env::temp_dir().join(format!("longtx-tmp-wfr-{tag}-{}-{n}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+/// A rehearsal in a fresh folder with ws/, tmp/ and wf.yml, which goes
+/// when the test ends (pass or fail).
+struct Fixture {
+    rehearsal: Rehearsal,
+    _dir: crate::temp_dir::TempDir,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = Rehearsal;
+    fn deref(&self) -> &Rehearsal {
+        &self.rehearsal
+    }
+}
+
+impl std::ops::DerefMut for Fixture {
+    fn deref_mut(&mut self) -> &mut Rehearsal {
+        &mut self.rehearsal
+    }
+}
+
+fn fixture(tag: &str, yaml: &str) -> Fixture {
+    let dir = crate::temp_dir::TempDir::new(&format!("wfr-{tag}"));
+    let root = dir.path().to_path_buf();
     fs::create_dir_all(root.join("ws")).unwrap();
     fs::create_dir_all(root.join("tmp")).unwrap();
     fs::write(root.join("wf.yml"), yaml).unwrap();
-    Rehearsal {
+    let rehearsal = Rehearsal {
         workflow: root.join("wf.yml"),
         job: None,
         inputs: BTreeMap::new(),
@@ -42,6 +57,10 @@ fn fixture(tag: &str, yaml: &str) -> Rehearsal {
         workspace: root.join("ws"),
         runner_temp: root.join("tmp"),
         extra_env: BTreeMap::new(),
+    };
+    Fixture {
+        rehearsal,
+        _dir: dir,
     }
 }
 
