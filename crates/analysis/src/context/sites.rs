@@ -69,6 +69,11 @@ pub struct Site {
     /// `call`): the line a fix may change instead of the site's own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opens: Option<SiteLine>,
+    /// A single bulk statement outside any transaction, its own
+    /// transaction (`Report.where(...).delete_all`): only the statement
+    /// runs inside it, not what its arguments call first.
+    #[serde(skip)]
+    pub lone_statement: bool,
 }
 
 /// A line of code in the checkout.
@@ -155,6 +160,8 @@ pub(super) struct Draft {
     /// A destroy's cascade: slow work no call shows, so its
     /// `dependent: :destroy` declarations are listed as [`CASCADE_WORK`].
     pub cascade: bool,
+    /// A single bulk statement, its own transaction.
+    pub statement: bool,
 }
 
 /// Tenths by distance: the boundary's own code counts whole, a method it
@@ -336,6 +343,7 @@ impl Draft {
             unseen,
             last_resort: nothing_slow || self.elsewhere,
             opens: self.opens.map(|(path, line)| SiteLine { path, line }),
+            lone_statement: self.statement,
         })
     }
 }

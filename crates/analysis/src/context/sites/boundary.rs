@@ -20,12 +20,17 @@ impl Opener {
     }
 }
 
-/// What a line of code opens, if anything.
-pub(super) fn opener(code: &str) -> Option<Opener> {
-    let code = code.trim();
-    if code.starts_with('#') || code.starts_with("def ") {
+/// What a line of code opens, if anything. The words are read in code
+/// only: `root.join("Gemfile.lock.release")` names a file, it takes no
+/// lock (manageiq's release task, read as a row lock held to its end). A
+/// `FOR UPDATE` is SQL, so it counts in a string.
+pub(super) fn opener(line: &str) -> Option<Opener> {
+    let raw = line.trim();
+    if raw.starts_with('#') || raw.starts_with("def ") {
         return None;
     }
+    let code = super::walk::text::code_only(raw);
+    let code = code.trim();
     let opens_block = code.ends_with(" do") || code.contains(" do |") || code.contains('{');
     let transaction = code.match_indices("transaction").any(|(at, _)| {
         let before = code[..at].chars().next_back();
@@ -41,7 +46,7 @@ pub(super) fn opener(code: &str) -> Option<Opener> {
     }
     let relation_lock =
         (occurrences(code, ".lock") > 0 || code.contains(".lock(")) && !lock_outside_database(code);
-    let row_lock = occurrences(code, "lock!") > 0 || relation_lock || code.contains("FOR UPDATE");
+    let row_lock = occurrences(code, "lock!") > 0 || relation_lock || raw.contains("FOR UPDATE");
     row_lock.then_some(Opener::RowLock)
 }
 
@@ -114,6 +119,19 @@ mod tests {
         assert_eq!(opener("def with_transaction_returning_status"), None);
         assert_eq!(opener("transactions.each do |t|"), None);
         assert_eq!(opener("lock_version = 1"), None);
+        assert_eq!(
+            opener(r#"if root.join("Gemfile.lock.release").exist?"#),
+            None,
+            "a file's name takes no lock"
+        );
+        assert_eq!(
+            opener(r#"Order.lock("FOR UPDATE SKIP LOCKED").first"#),
+            Some(Opener::RowLock)
+        );
+        assert_eq!(
+            opener(r#"find_by_sql("SELECT * FROM jobs FOR UPDATE")"#),
+            Some(Opener::RowLock)
+        );
         let lines = [
             "  def x",
             "    Order.transaction do",

@@ -641,6 +641,7 @@ impl<'a> Walker<'a> {
             another_event: false,
             elsewhere: false,
             cascade: false,
+            statement: true,
         });
     }
 
@@ -692,6 +693,7 @@ impl<'a> Walker<'a> {
             another_event: false,
             elsewhere: false,
             cascade: false,
+            statement: false,
         });
         self.drafts.len() - 1
     }
@@ -791,6 +793,7 @@ impl<'a> Walker<'a> {
             another_event: callback.event.is_some() && !fired,
             elsewhere: false,
             cascade: false,
+            statement: false,
         });
         let site = self.drafts.len() - 1;
         // A named method the repository does not define is a gem's (an
