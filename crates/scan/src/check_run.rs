@@ -232,6 +232,7 @@ mod tests {
         let added = Scan {
             entry_points: 3,
             reaching: Vec::new(),
+            note: None,
             findings: vec![
                 finding("an HTTP call", 6, false),
                 finding("a mail delivery", 9, true),
@@ -276,6 +277,7 @@ mod tests {
         let added = Scan {
             entry_points: 3,
             reaching: Vec::new(),
+            note: None,
             findings: vec![finding("an HTTP call", 6, false)],
         };
         let failing = report(&added, &compared(), PrCheckMode::Failure, &|_| None);
@@ -291,6 +293,7 @@ mod tests {
         let only_silenced = Scan {
             entry_points: 3,
             reaching: Vec::new(),
+            note: None,
             findings: vec![finding("an HTTP call", 6, true)],
         };
         let passing = report(&only_silenced, &compared(), PrCheckMode::Failure, &|_| None);

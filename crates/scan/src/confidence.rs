@@ -19,6 +19,7 @@
 //! application's own database (or in process) is one `INSERT` that commits
 //! with the transaction, not a call out (`crate::queue_backend`).
 
+use crate::manifests::Gems;
 use crate::unique_keys::UniqueKeys;
 use std::path::Path;
 
@@ -29,16 +30,34 @@ pub(crate) struct CheckoutFacts {
     /// The production job queue is the database's or in-process
     /// (`crate::queue_backend`).
     pub enqueue_is_local: bool,
+    pub gems: Gems,
+    /// The data is in MongoDB (`crate::manifests::document_database`).
+    pub document_database: bool,
 }
 
 impl CheckoutFacts {
     pub(crate) fn read(repo: &Path) -> CheckoutFacts {
+        let gems = Gems::read(repo);
         CheckoutFacts {
             keys: UniqueKeys::read(repo),
             enqueue_is_local: crate::queue_backend::enqueue_is_local(repo),
+            document_database: crate::manifests::document_database(repo, &gems),
+            gems,
         }
     }
+
+    /// Whether a gem that gives models a bulk `import` is declared (or no
+    /// manifest says): activerecord-import's one `INSERT` of every row,
+    /// elasticsearch-model's indexing of every record over the network.
+    fn bulk_import_gem(&self) -> bool {
+        // With no manifest, nothing says no.
+        BULK_IMPORT_GEMS
+            .iter()
+            .any(|gem| self.gems.declares(gem) != Some(false))
+    }
 }
+
+const BULK_IMPORT_GEMS: [&str; 2] = ["activerecord-import", "elasticsearch-model"];
 
 /// HTTP clients whose name on the line settles it.
 const HTTP_CLIENTS: [&str; 10] = [
@@ -62,6 +81,15 @@ const BULK_VERBS: [&str; 6] = [
     "in_batches",
 ];
 
+/// The kinds of slow call a single statement is (`update_all`, `import`,
+/// a batch): what a lone statement's own transaction holds.
+pub(crate) fn is_statement_kind(kind: &str) -> bool {
+    matches!(
+        kind,
+        "a batch write" | "a bulk import" | "a batch over many rows"
+    )
+}
+
 /// Whether the scan reports this slow call.
 pub(crate) fn confident(repo: &Path, facts: &CheckoutFacts, kind: &str, code: &str) -> bool {
     let keys = &facts.keys;
@@ -77,7 +105,9 @@ pub(crate) fn confident(repo: &Path, facts: &CheckoutFacts, kind: &str, code: &s
                 && !over_request_params(code)
                 && !over_literal_list(code)
         }
-        "a bulk import" => model_import(repo, code),
+        // Without a gem that gives models `import`, `Model.import` is the
+        // application's own method, whose body the walk reads.
+        "a bulk import" => facts.bulk_import_gem() && model_import(repo, code),
         // One row in the same database, or a push in process: whatever
         // enqueues it (`perform_later`, `deliver_later`, delayed_job's
         // `.delay` or `Delayed::Job.enqueue`, an application's `enqueue!`),
@@ -93,6 +123,59 @@ pub(crate) fn confident(repo: &Path, facts: &CheckoutFacts, kind: &str, code: &s
         "file work" => !cheap_file_call(code),
         _ => true,
     }
+}
+
+/// `PushNotification::HttpPush.deliver(event)`, `new(event).deliver`: a
+/// `deliver` the application's own class defines, called on that class or
+/// on an instance it makes, is no mail by its name; the walk reads its
+/// body, where any slow work is listed by its own line (identity-idp's
+/// enqueues a job). A mailer's message (`UserMailer.welcome(u).deliver`)
+/// is another call's result, and the mail gem's `Mail.deliver` is a gem's.
+pub(crate) fn own_deliver(repo: &Path, path: &str, code: &str) -> bool {
+    let Some(at) = code.find(".deliver") else {
+        return false;
+    };
+    let after = &code[at + ".deliver".len()..];
+    if after.starts_with(|c: char| c.is_alphanumeric() || c == '_') || code.contains("Mailer") {
+        return false;
+    }
+    let receiver = &code[..at];
+    let defines_deliver = |text: &str| defines(text, "self.deliver") || defines(text, "deliver");
+    let class = match receiver.strip_suffix(')') {
+        // `Const.new(...)` or `new(...)`: an instance the class makes.
+        Some(inner) => {
+            let Some(n) = inner.rfind("new(") else {
+                return false;
+            };
+            let before_new = &inner[..n];
+            if let Some(constant) = before_new.strip_suffix('.') {
+                constant
+            } else if before_new.is_empty()
+                || before_new.ends_with(|c: char| !(c.is_alphanumeric() || c == '_'))
+            {
+                // A bare `new(...)`: the class of the file it is in.
+                return std::fs::read_to_string(repo.join(path))
+                    .is_ok_and(|text| defines_deliver(&text));
+            } else {
+                return false;
+            }
+        }
+        None => receiver,
+    };
+    let Some(file) = constant_file_before(class) else {
+        return false;
+    };
+    if file == "mail" {
+        return false;
+    }
+    let mut folders = vec![repo.join("lib"), repo.join("app")];
+    if let Ok(dir) = std::fs::read_dir(repo.join("app")) {
+        folders.extend(dir.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+    }
+    folders.iter().any(|folder| {
+        std::fs::read_to_string(folder.join(format!("{file}.rb")))
+            .is_ok_and(|t| defines_deliver(&t))
+    })
 }
 
 /// A loop over what the request sent (`params[:ids].each`,

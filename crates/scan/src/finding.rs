@@ -85,7 +85,13 @@ pub(crate) fn of_site(
         .slow
         .iter()
         .filter(|s| owned(&s.path, s.line))
+        // A lone statement holds only itself: `Report.import(File.open(f))`
+        // reads the file before the statement's transaction begins.
+        .filter(|s| !site.lone_statement || crate::confidence::is_statement_kind(&s.what))
         .filter(|s| crate::confidence::confident(repo, facts, &s.what, &s.code))
+        .filter(|s| {
+            s.what != "a mail delivery" || !crate::confidence::own_deliver(repo, &s.path, &s.code)
+        })
         .filter(|s| !crate::confidence::name_only_callback(repo, &s.path, &s.code))
         .filter(|s| !crate::confidence::named_only(&s.code))
         .collect();

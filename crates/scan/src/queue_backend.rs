@@ -7,7 +7,8 @@
 //! Sidekiq's and Resque's are Redis calls, and stay findings. An
 //! application that sets no adapter is judged by its Gemfile: a database
 //! queue's gem and no broker's (upcase in 2013, calling
-//! `Delayed::Job.enqueue` itself).
+//! `Delayed::Job.enqueue` itself); with no queue's gem at all, Active Job's
+//! default adapter is `:async` from Rails 5.0, an in-process queue.
 
 use std::path::Path;
 
@@ -44,9 +45,32 @@ pub(crate) fn enqueue_is_local(repo: &Path) -> bool {
     }
     match adapter {
         Some(a) => LOCAL_ADAPTERS.contains(&a.as_str()),
-        None => std::fs::read_to_string(repo.join("Gemfile"))
-            .is_ok_and(|gemfile| only_a_database_queue(&gemfile)),
+        None => std::fs::read_to_string(repo.join("Gemfile")).is_ok_and(|gemfile| {
+            only_a_database_queue(&gemfile)
+                || (no_queue_gem(&gemfile)
+                    && std::fs::read_to_string(repo.join("Gemfile.lock"))
+                        .is_ok_and(|lock| async_by_default(&lock)))
+        }),
     }
+}
+
+/// No queue's gem at all: `deliver_later` and `perform_later` go to
+/// Active Job's default adapter (fat_free_crm's comment mail).
+fn no_queue_gem(gemfile: &str) -> bool {
+    let gems = gems_of(gemfile);
+    !gems.iter().any(|g| {
+        DATABASE_QUEUE_GEMS.contains(&g.as_str()) || BROKER_QUEUE_GEMS.contains(&g.as_str())
+    })
+}
+
+/// Whether the locked Active Job defaults to `:async`, an in-process
+/// queue: from Rails 5.0 (Rails 4.2's default, `:inline`, runs the job
+/// where it is enqueued, and stays a finding).
+fn async_by_default(lock: &str) -> bool {
+    lock.lines()
+        .find_map(|line| line.strip_prefix("    activejob ("))
+        .and_then(|version| version.split('.').next()?.parse::<u32>().ok())
+        .is_some_and(|major| major >= 5)
 }
 
 /// Gems whose queue lives in the application's database.
@@ -71,7 +95,14 @@ const BROKER_QUEUE_GEMS: [&str; 6] = [
 /// delayed_job's `Delayed::Job.enqueue` or `.delay` itself): its queue is
 /// the database's when the Gemfile has a database queue and no broker's.
 fn only_a_database_queue(gemfile: &str) -> bool {
-    let gems: Vec<String> = gemfile
+    let gems = gems_of(gemfile);
+    let has = |list: &[&str]| gems.iter().any(|g| list.contains(&g.as_str()));
+    has(&DATABASE_QUEUE_GEMS) && !has(&BROKER_QUEUE_GEMS)
+}
+
+/// The gems a Gemfile names (`gem 'x'`), comments aside.
+fn gems_of(gemfile: &str) -> Vec<String> {
+    gemfile
         .lines()
         .map(str::trim)
         .filter_map(|line| line.strip_prefix("gem "))
@@ -82,9 +113,7 @@ fn only_a_database_queue(gemfile: &str) -> bool {
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
                 .collect()
         })
-        .collect();
-    let has = |list: &[&str]| gems.iter().any(|g| list.contains(&g.as_str()));
-    has(&DATABASE_QUEUE_GEMS) && !has(&BROKER_QUEUE_GEMS)
+        .collect()
 }
 
 /// The last `queue_adapter = :name` (or `"name"`) of `text`, comments aside.
@@ -156,6 +185,13 @@ mod tests {
             "gem \"delayed_job_active_record\"\ngem \"sidekiq\", \"~> 7\"\n"
         ));
         assert!(!only_a_database_queue("gem 'rails'\n# gem 'good_job'\n"));
+        assert!(no_queue_gem("gem 'rails'\n# gem 'sidekiq'\n"));
+        assert!(!no_queue_gem("gem 'rails'\ngem 'sidekiq'\n"));
+        assert!(async_by_default("GEM\n  specs:\n    activejob (7.1.6)\n"));
+        assert!(
+            !async_by_default("GEM\n  specs:\n    activejob (4.2.11)\n"),
+            "Rails 4.2 runs jobs inline by default"
+        );
     }
 
     #[test]

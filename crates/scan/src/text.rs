@@ -13,6 +13,9 @@ pub fn render(scan: &Scan) -> String {
         "{active} finding(s) of slow work inside a transaction, {silenced} silenced ({} entry points read)",
         scan.entry_points
     );
+    if let Some(note) = &scan.note {
+        let _ = writeln!(out, "({note})");
+    }
     for f in &scan.findings {
         let _ = writeln!(out);
         let state = match &f.silenced {
