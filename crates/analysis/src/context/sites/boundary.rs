@@ -50,6 +50,21 @@ pub(super) fn opener(line: &str) -> Option<Opener> {
     row_lock.then_some(Opener::RowLock)
 }
 
+/// A `with_lock` called on no receiver (`with_lock("tasks:fetch") do`).
+/// Active Record's is a record's method, so outside a model's file (a rake
+/// task, a service, a job) a bare one is the application's own: signon's
+/// `VolatileLock::DSL#with_lock` takes a Redis key and yields, with no
+/// transaction open. Inside a model it is the record's own row lock.
+pub(super) fn bare_with_lock(line: &str) -> bool {
+    let code = super::walk::text::code_only(line);
+    code.match_indices("with_lock").any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + "with_lock".len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+            && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
 /// A `.lock` that takes no database lock: a Redis lock manager's
 /// (`lock_manager.lock(key, ttl)` with the redlock gem) or a Ruby mutex's.
 /// It holds no transaction open, so what runs under it is no site.
@@ -119,6 +134,11 @@ mod tests {
         assert_eq!(opener("def with_transaction_returning_status"), None);
         assert_eq!(opener("transactions.each do |t|"), None);
         assert_eq!(opener("lock_version = 1"), None);
+        assert!(bare_with_lock(
+            r#"    with_lock("signon:organisations:fetch") do"#
+        ));
+        assert!(!bare_with_lock("    @order.with_lock do"));
+        assert!(!bare_with_lock("    with_lock_retry do"));
         assert_eq!(
             opener(r#"if root.join("Gemfile.lock.release").exist?"#),
             None,

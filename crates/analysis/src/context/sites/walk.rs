@@ -532,7 +532,9 @@ impl<'a> Walker<'a> {
     /// helper of the class that does and yields (`with_order_lock do`).
     fn opener_at(&self, frame: &Frame, line: &str) -> Option<(Opener, Option<Helper>, bool)> {
         if let Some(opened) = opener(line) {
-            return Some((opened, None, false));
+            if !super::boundary::bare_with_lock(line) || frame.path.contains("models/") {
+                return Some((opened, None, false));
+            }
         }
         let code = line.trim();
         if let Some((opened, helper)) = self.service_wrapper(frame, code) {
