@@ -684,3 +684,42 @@ fn a_checkout_on_mongodb_has_no_transaction_to_report() {
     let (_, json) = scan(&repo, &["--format", "json"]);
     assert!(!findings(&json).is_empty(), "{json}");
 }
+
+#[test]
+fn a_bare_with_lock_outside_a_model_is_the_applications_own_lock() {
+    // signon's rake tasks take a Redis key through their own
+    // `VolatileLock::DSL#with_lock` (round 11): no transaction is open in
+    // the block. A model's bare `with_lock` is the record's row lock.
+    let repo = GitRepo::new("scan-own-with-lock");
+    repo.commit(
+        &[
+            (
+                "lib/volatile_lock.rb",
+                "class VolatileLock\n  module DSL\n    def with_lock(key)\n      yield if Redis.new.set(key, 1, nx: true, ex: 600)\n    end\n  end\nend\n",
+            ),
+            (
+                "lib/tasks/organisations.rake",
+                "namespace :organisations do\n  task fetch: :environment do\n    include VolatileLock::DSL\n\n    with_lock(\"organisations:fetch\") do\n      Faraday.get(\"https://api.example/organisations\")\n    end\n  end\nend\n",
+            ),
+            (
+                "app/models/account.rb",
+                "class Account < ApplicationRecord\n  def refresh!\n    with_lock do\n      Faraday.get(\"https://api.example/accounts/#{id}\")\n    end\n  end\nend\n",
+            ),
+            (
+                "app/controllers/accounts_controller.rb",
+                "class AccountsController < ApplicationController\n  def update\n    @account = Account.find(params[:id])\n    @account.refresh!\n  end\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    find(&all, "an HTTP call", "app/models/account.rb");
+    assert!(
+        all.iter()
+            .all(|f| f["path"] != "lib/tasks/organisations.rake"),
+        "{all:#?}"
+    );
+}
