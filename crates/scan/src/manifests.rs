@@ -59,6 +59,11 @@ impl Gems {
     }
 }
 
+/// The gems a Gemfile names (`gem 'x'`), comments aside.
+pub(crate) fn gemfile_gems(gemfile: &str) -> Vec<String> {
+    Manifest::Gemfile.gems(gemfile)
+}
+
 #[derive(Clone, Copy)]
 enum Manifest {
     Gemfile,

@@ -57,7 +57,7 @@ pub(crate) fn enqueue_is_local(repo: &Path) -> bool {
 /// No queue's gem at all: `deliver_later` and `perform_later` go to
 /// Active Job's default adapter (fat_free_crm's comment mail).
 fn no_queue_gem(gemfile: &str) -> bool {
-    let gems = gems_of(gemfile);
+    let gems = crate::manifests::gemfile_gems(gemfile);
     !gems.iter().any(|g| {
         DATABASE_QUEUE_GEMS.contains(&g.as_str()) || BROKER_QUEUE_GEMS.contains(&g.as_str())
     })
@@ -95,25 +95,9 @@ const BROKER_QUEUE_GEMS: [&str; 6] = [
 /// delayed_job's `Delayed::Job.enqueue` or `.delay` itself): its queue is
 /// the database's when the Gemfile has a database queue and no broker's.
 fn only_a_database_queue(gemfile: &str) -> bool {
-    let gems = gems_of(gemfile);
+    let gems = crate::manifests::gemfile_gems(gemfile);
     let has = |list: &[&str]| gems.iter().any(|g| list.contains(&g.as_str()));
     has(&DATABASE_QUEUE_GEMS) && !has(&BROKER_QUEUE_GEMS)
-}
-
-/// The gems a Gemfile names (`gem 'x'`), comments aside.
-fn gems_of(gemfile: &str) -> Vec<String> {
-    gemfile
-        .lines()
-        .map(str::trim)
-        .filter_map(|line| line.strip_prefix("gem "))
-        .map(|rest| {
-            rest.trim_start()
-                .trim_start_matches(['"', '\''])
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
-                .collect()
-        })
-        .collect()
 }
 
 /// The last `queue_adapter = :name` (or `"name"`) of `text`, comments aside.
