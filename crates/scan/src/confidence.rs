@@ -30,7 +30,10 @@ pub(crate) struct CheckoutFacts {
     /// The production job queue is the database's or in-process
     /// (`crate::queue_backend`).
     pub enqueue_is_local: bool,
-    pub gems: Gems,
+    /// A gem that gives models a bulk `import` is declared, or no manifest
+    /// says: activerecord-import's one `INSERT` of every row,
+    /// elasticsearch-model's indexing of every record over the network.
+    pub bulk_import_gem: bool,
     /// The data is in MongoDB (`crate::manifests::document_database`).
     pub document_database: bool,
 }
@@ -41,19 +44,12 @@ impl CheckoutFacts {
         CheckoutFacts {
             keys: UniqueKeys::read(repo),
             enqueue_is_local: crate::queue_backend::enqueue_is_local(repo),
+            // With no manifest, nothing says no.
+            bulk_import_gem: BULK_IMPORT_GEMS
+                .iter()
+                .any(|gem| gems.declares(gem) != Some(false)),
             document_database: crate::manifests::document_database(repo, &gems),
-            gems,
         }
-    }
-
-    /// Whether a gem that gives models a bulk `import` is declared (or no
-    /// manifest says): activerecord-import's one `INSERT` of every row,
-    /// elasticsearch-model's indexing of every record over the network.
-    fn bulk_import_gem(&self) -> bool {
-        // With no manifest, nothing says no.
-        BULK_IMPORT_GEMS
-            .iter()
-            .any(|gem| self.gems.declares(gem) != Some(false))
     }
 }
 
@@ -107,7 +103,7 @@ pub(crate) fn confident(repo: &Path, facts: &CheckoutFacts, kind: &str, code: &s
         }
         // Without a gem that gives models `import`, `Model.import` is the
         // application's own method, whose body the walk reads.
-        "a bulk import" => facts.bulk_import_gem() && model_import(repo, code),
+        "a bulk import" => facts.bulk_import_gem && model_import(repo, code),
         // One row in the same database, or a push in process: whatever
         // enqueues it (`perform_later`, `deliver_later`, delayed_job's
         // `.delay` or `Delayed::Job.enqueue`, an application's `enqueue!`),

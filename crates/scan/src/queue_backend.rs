@@ -46,8 +46,9 @@ pub(crate) fn enqueue_is_local(repo: &Path) -> bool {
     match adapter {
         Some(a) => LOCAL_ADAPTERS.contains(&a.as_str()),
         None => std::fs::read_to_string(repo.join("Gemfile")).is_ok_and(|gemfile| {
-            only_a_database_queue(&gemfile)
-                || (no_queue_gem(&gemfile)
+            let gems = crate::manifests::gemfile_gems(&gemfile);
+            only_a_database_queue(&gems)
+                || (no_queue_gem(&gems)
                     && std::fs::read_to_string(repo.join("Gemfile.lock"))
                         .is_ok_and(|lock| async_by_default(&lock)))
         }),
@@ -56,8 +57,7 @@ pub(crate) fn enqueue_is_local(repo: &Path) -> bool {
 
 /// No queue's gem at all: `deliver_later` and `perform_later` go to
 /// Active Job's default adapter (fat_free_crm's comment mail).
-fn no_queue_gem(gemfile: &str) -> bool {
-    let gems = crate::manifests::gemfile_gems(gemfile);
+fn no_queue_gem(gems: &[String]) -> bool {
     !gems.iter().any(|g| {
         DATABASE_QUEUE_GEMS.contains(&g.as_str()) || BROKER_QUEUE_GEMS.contains(&g.as_str())
     })
@@ -94,8 +94,7 @@ const BROKER_QUEUE_GEMS: [&str; 6] = [
 /// No adapter is set (an application older than Active Job, which calls
 /// delayed_job's `Delayed::Job.enqueue` or `.delay` itself): its queue is
 /// the database's when the Gemfile has a database queue and no broker's.
-fn only_a_database_queue(gemfile: &str) -> bool {
-    let gems = crate::manifests::gemfile_gems(gemfile);
+fn only_a_database_queue(gems: &[String]) -> bool {
     let has = |list: &[&str]| gems.iter().any(|g| list.contains(&g.as_str()));
     has(&DATABASE_QUEUE_GEMS) && !has(&BROKER_QUEUE_GEMS)
 }
@@ -162,15 +161,18 @@ mod tests {
 
     #[test]
     fn without_an_adapter_the_gemfile_tells_where_the_queue_is() {
-        assert!(only_a_database_queue(
+        let gems = crate::manifests::gemfile_gems;
+        assert!(only_a_database_queue(&gems(
             "source 'https://rubygems.org'\ngem 'rails', '3.2.11'\ngem 'delayed_job_active_record', '0.3.3'\n"
-        ));
-        assert!(!only_a_database_queue(
+        )));
+        assert!(!only_a_database_queue(&gems(
             "gem \"delayed_job_active_record\"\ngem \"sidekiq\", \"~> 7\"\n"
-        ));
-        assert!(!only_a_database_queue("gem 'rails'\n# gem 'good_job'\n"));
-        assert!(no_queue_gem("gem 'rails'\n# gem 'sidekiq'\n"));
-        assert!(!no_queue_gem("gem 'rails'\ngem 'sidekiq'\n"));
+        )));
+        assert!(!only_a_database_queue(&gems(
+            "gem 'rails'\n# gem 'good_job'\n"
+        )));
+        assert!(no_queue_gem(&gems("gem 'rails'\n# gem 'sidekiq'\n")));
+        assert!(!no_queue_gem(&gems("gem 'rails'\ngem 'sidekiq'\n")));
         assert!(async_by_default("GEM\n  specs:\n    activejob (7.1.6)\n"));
         assert!(
             !async_by_default("GEM\n  specs:\n    activejob (4.2.11)\n"),

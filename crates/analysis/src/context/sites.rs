@@ -161,7 +161,7 @@ pub(super) struct Draft {
     /// `dependent: :destroy` declarations are listed as [`CASCADE_WORK`].
     pub cascade: bool,
     /// A single bulk statement, its own transaction.
-    pub statement: bool,
+    pub lone_statement: bool,
 }
 
 /// Tenths by distance: the boundary's own code counts whole, a method it
@@ -343,7 +343,7 @@ impl Draft {
             unseen,
             last_resort: nothing_slow || self.elsewhere,
             opens: self.opens.map(|(path, line)| SiteLine { path, line }),
-            lone_statement: self.statement,
+            lone_statement: self.lone_statement,
         })
     }
 }

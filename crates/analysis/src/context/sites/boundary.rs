@@ -50,12 +50,17 @@ pub(super) fn opener(line: &str) -> Option<Opener> {
     row_lock.then_some(Opener::RowLock)
 }
 
-/// A `with_lock` called on no receiver (`with_lock("tasks:fetch") do`).
-/// Active Record's is a record's method, so outside a model's file (a rake
-/// task, a service, a job) a bare one is the application's own: signon's
+/// What a line of the file at `path` opens: [`opener`], less a `with_lock`
+/// called on no receiver (`with_lock("tasks:fetch") do`) outside a model's
+/// file. Active Record's is a record's method, so there (a rake task, a
+/// service, a job) a bare one is the application's own: signon's
 /// `VolatileLock::DSL#with_lock` takes a Redis key and yields, with no
 /// transaction open. Inside a model it is the record's own row lock.
-pub(super) fn bare_with_lock(line: &str) -> bool {
+pub(super) fn opener_in(path: &str, line: &str) -> Option<Opener> {
+    opener(line).filter(|_| path.contains("models/") || !bare_with_lock(line))
+}
+
+fn bare_with_lock(line: &str) -> bool {
     let code = super::walk::text::code_only(line);
     code.match_indices("with_lock").any(|(at, _)| {
         let before = code[..at].chars().next_back();
@@ -139,6 +144,12 @@ mod tests {
         ));
         assert!(!bare_with_lock("    @order.with_lock do"));
         assert!(!bare_with_lock("    with_lock_retry do"));
+        let own = r#"    with_lock("signon:organisations:fetch") do"#;
+        assert_eq!(opener_in("lib/tasks/organisations.rake", own), None);
+        assert_eq!(
+            opener_in("app/models/account.rb", "    with_lock do"),
+            Some(Opener::RowLock)
+        );
         assert_eq!(
             opener(r#"if root.join("Gemfile.lock.release").exist?"#),
             None,

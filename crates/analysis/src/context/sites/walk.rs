@@ -531,10 +531,8 @@ impl<'a> Walker<'a> {
     /// A line that opens a transaction or lock: directly, or by calling a
     /// helper of the class that does and yields (`with_order_lock do`).
     fn opener_at(&self, frame: &Frame, line: &str) -> Option<(Opener, Option<Helper>, bool)> {
-        if let Some(opened) = opener(line) {
-            if !super::boundary::bare_with_lock(line) || frame.path.contains("models/") {
-                return Some((opened, None, false));
-            }
+        if let Some(opened) = super::boundary::opener_in(&frame.path, line) {
+            return Some((opened, None, false));
         }
         let code = line.trim();
         if let Some((opened, helper)) = self.service_wrapper(frame, code) {
@@ -643,7 +641,7 @@ impl<'a> Walker<'a> {
             another_event: false,
             elsewhere: false,
             cascade: false,
-            statement: true,
+            lone_statement: true,
         });
     }
 
@@ -695,7 +693,7 @@ impl<'a> Walker<'a> {
             another_event: false,
             elsewhere: false,
             cascade: false,
-            statement: false,
+            lone_statement: false,
         });
         self.drafts.len() - 1
     }
@@ -795,7 +793,7 @@ impl<'a> Walker<'a> {
             another_event: callback.event.is_some() && !fired,
             elsewhere: false,
             cascade: false,
-            statement: false,
+            lone_statement: false,
         });
         let site = self.drafts.len() - 1;
         // A named method the repository does not define is a gem's (an

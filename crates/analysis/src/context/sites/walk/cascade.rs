@@ -195,7 +195,7 @@ impl Walker<'_> {
             another_event: false,
             elsewhere: false,
             cascade: true,
-            statement: false,
+            lone_statement: false,
         });
     }
 
