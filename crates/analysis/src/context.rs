@@ -377,6 +377,17 @@ fn constant_calls(code: &str) -> Vec<(String, String)> {
             .collect::<String>()
             .trim_end_matches(':')
             .to_owned();
+        // `Utils::get_file_for_upload(url)`: Ruby calls a class method
+        // with `::` as well, when the name after it starts lower case.
+        if let Some((owner, method)) = constant.rsplit_once("::") {
+            if method.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') {
+                let is_constant = |part: &str| part.starts_with(|c: char| c.is_ascii_uppercase());
+                if owner.split("::").all(is_constant) {
+                    found.push((owner.to_owned(), method.to_owned()));
+                }
+                continue;
+            }
+        }
         if i >= chars.len() || chars[i] != '.' {
             continue;
         }
@@ -497,6 +508,12 @@ mod tests {
                 ("Rails".to_owned(), "logger".to_owned()),
                 ("Approval".to_owned(), "call".to_owned()),
             ]
+        );
+        // `::` before a lower-case name is a call too (danbooru's
+        // `Utils::get_file_for_upload`); before a capital, a constant.
+        assert_eq!(
+            constant_calls("  file = Utils::get_file_for_upload(url)\n  x = Post::STATUSES\n"),
+            vec![("Utils".to_owned(), "get_file_for_upload".to_owned())]
         );
         assert_eq!(
             explicit_table_name(

@@ -723,3 +723,64 @@ fn a_bare_with_lock_outside_a_model_is_the_applications_own_lock() {
         "{all:#?}"
     );
 }
+
+#[test]
+fn a_polymorphic_records_slow_work_is_listed_where_any_class_may_run_it() {
+    // upcase's purchase, saved, mails its `purchaseable`: a Section or a
+    // Product, whichever was bought. Both run inside the save's
+    // transaction, so both classes' slow work is listed; a record one of
+    // them saves is only a guess and opens no callback site of its own.
+    let repo = GitRepo::new("scan-polymorphic");
+    repo.commit(
+        &[
+            (
+                "app/models/purchase.rb",
+                "class Purchase < ApplicationRecord\n  belongs_to :purchaseable, polymorphic: true\n  after_save :send_receipt\n\n  def send_receipt\n    purchaseable.send_registration_emails(self)\n  end\nend\n",
+            ),
+            (
+                "app/models/section.rb",
+                "class Section < ApplicationRecord\n  def send_registration_emails(purchase)\n    Mailer.registration_notification(purchase).deliver_now\n  end\nend\n",
+            ),
+            (
+                "app/models/product.rb",
+                "class Product < ApplicationRecord\n  def send_registration_emails(purchase)\n    Audit.create!(purchase: purchase)\n    Faraday.post(\"https://crm.example/registrations\", purchase.id)\n  end\nend\n",
+            ),
+            (
+                "app/models/audit.rb",
+                "class Audit < ApplicationRecord\n  after_create :announce\n\n  def announce\n    Faraday.post(\"https://audit.example/\", id)\n  end\nend\n",
+            ),
+            (
+                "app/controllers/purchases_controller.rb",
+                "class PurchasesController < ApplicationController\n  def create\n    @purchase = Purchase.new(params[:purchase])\n    @purchase.save\n  end\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let listed: Vec<(String, u64)> = all
+        .iter()
+        .filter(|f| f["path"] == "app/models/purchase.rb")
+        .flat_map(|f| f["slow"].as_array().unwrap().clone())
+        .map(|c| {
+            (
+                c["path"].as_str().unwrap().to_owned(),
+                c["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        listed.contains(&("app/models/section.rb".into(), 3)),
+        "{all:#?}"
+    );
+    assert!(
+        listed.contains(&("app/models/product.rb".into(), 4)),
+        "{all:#?}"
+    );
+    assert!(
+        all.iter().all(|f| f["path"] != "app/models/audit.rb"),
+        "a guessed record's save opens no site: {all:#?}"
+    );
+}

@@ -1031,3 +1031,35 @@ fn a_password_change_that_only_updates_the_user_sends_no_welcome_mail() {
         "a URL in a string is no call on an unknown object: {prompt}"
     );
 }
+
+#[test]
+fn a_service_object_made_in_the_method_is_read_for_every_call_on_it() {
+    // danbooru's `processor = UploadService::Replacer.new(...)` then
+    // `processor.process!`: the object's class is on the line that made it,
+    // so the prompt must not say it could not tell, and a second call on
+    // the same object is read as well as the first.
+    let app = App::new(
+        "assigned-service",
+        &[
+            (
+                "app/controllers/replacements_controller.rb",
+                "class ReplacementsController < ApplicationController\n  def create\n    @post = Post.find(params[:post_id])\n    @post.replace!(params[:url])\n  end\nend\n",
+            ),
+            (
+                "app/models/post.rb",
+                "class Post < ApplicationRecord\n  def replace!(url)\n    transaction do\n      processor = Replacer.new(post: self, url: url)\n      processor.prepare\n      processor.process!\n    end\n  end\nend\n",
+            ),
+            (
+                "app/logical/replacer.rb",
+                "class Replacer\n  def initialize(post:, url:)\n    @post = post\n    @url = url\n  end\n\n  def prepare\n    @post.touch\n  end\n\n  def process!\n    Faraday.get(@url)\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("replacements#create", &["posts"]);
+    let leads = sites(&prompt);
+    assert!(
+        leads.contains("`Faraday.get(@url)` (app/logical/replacer.rb line 12)"),
+        "{leads}"
+    );
+    assert!(!leads.contains("`processor.process!`"), "{leads}");
+}

@@ -6,7 +6,7 @@ use super::super::modular::Index;
 use super::super::per_commit::{shared, Cache};
 use super::super::{read_declared_classes, read_small, ruby_files, zeitwerk_stem};
 use super::models::explicit_table_name;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -27,6 +27,9 @@ pub(crate) struct ClassIndex {
     /// Constants an initializer binds to a gem's object
     /// (`ApplicationsTable = Airrecord.table(...)`): name to the gem's constant.
     pub bound: HashMap<String, String>,
+    /// Names of polymorphic `belongs_to` associations (`purchaseable`):
+    /// their records may be of any class that declares the other side.
+    pub polymorphic: HashSet<String>,
 }
 
 /// `Name = Gem::Thing.build(...)` -> (`Name`, `Gem::Thing`).
@@ -46,6 +49,14 @@ fn binding(line: &str) -> Option<(String, String)> {
     let target = value[..end].trim_end_matches(':');
     (!line.starts_with(' ') && is_constant(name) && !target.is_empty() && is_constant(target))
         .then(|| (name.to_owned(), target.to_owned()))
+}
+
+/// `belongs_to :purchaseable, polymorphic: true` -> `purchaseable`.
+fn polymorphic_belongs_to(line: &str) -> Option<String> {
+    let rest = line.trim_start().strip_prefix("belongs_to :")?;
+    let polymorphic = rest.contains("polymorphic: true") || rest.contains(":polymorphic => true");
+    let name = super::word_at(rest);
+    (polymorphic && !name.is_empty()).then_some(name)
 }
 
 /// A model's file: `app/models/` of the application or of any root.
@@ -74,6 +85,7 @@ impl ClassIndex {
             methods: HashMap::new(),
             parents: HashMap::new(),
             bound: HashMap::new(),
+            polymorphic: HashSet::new(),
         };
         for file in ruby_files(&repo.join("config/initializers"), "rb") {
             let Some(text) = read_small(repo, &file) else {
@@ -144,6 +156,10 @@ impl ClassIndex {
         }
         if let (Some(table), Some((_, class))) = (explicit_table_name(&text), classes.first()) {
             self.table_names.insert(table, class.clone());
+        }
+        if is_model_path(&path) {
+            self.polymorphic
+                .extend(text.lines().filter_map(polymorphic_belongs_to));
         }
         if holds_methods(&path) {
             for (i, line) in text.lines().enumerate() {

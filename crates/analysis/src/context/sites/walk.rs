@@ -32,6 +32,9 @@ use text::{
 const MAX_DEPTH: usize = 4;
 /// Methods read per job, whatever the depth.
 const MAX_FRAMES: usize = 160;
+/// A polymorphic receiver's method defined by more classes than this is
+/// too common a name to say which ran: left to the agent, and said so.
+const MAX_POLYMORPHIC: usize = 4;
 /// Ruby words that are never calls worth following.
 const KEYWORDS: [&str; 16] = [
     "end", "if", "unless", "else", "elsif", "return", "yield", "self", "nil", "true", "false",
@@ -226,6 +229,10 @@ pub(in crate::context) struct Frame {
     /// (site, distance) when this code runs inside a site's transaction.
     inside: Option<(usize, u32)>,
     class: String,
+    /// Reached by guessing a polymorphic record's class: its slow work is
+    /// listed, a step further off, but the records it saves open no
+    /// callback sites of their own.
+    guessed: bool,
 }
 
 impl Frame {
@@ -243,6 +250,7 @@ impl Frame {
             label,
             depth: 0,
             inside: None,
+            guessed: false,
         })
     }
 
@@ -422,7 +430,9 @@ impl<'a> Walker<'a> {
             let text = lines[first..=last].join("\n");
             let skip = usize::from(first == 0 && lines[0].trim_start().starts_with("def "));
             let text_calls = lines[first + skip..=last].join("\n");
-            self.saves_in(&frame, &text, inside);
+            if !frame.guessed {
+                self.saves_in(&frame, &text, inside);
+            }
             if inside.is_none() {
                 self.destroys_in(&frame, &lines, first, last);
             }
@@ -499,7 +509,7 @@ impl<'a> Walker<'a> {
                 // unknown: its attributes are columns, not code to read.
                 !COMMON_METHODS.contains(&method.trim_end_matches(['!', '?']))
                     && self.model_named(frame, receiver).is_none()
-                    && self.on_receiver(frame, receiver, method).is_empty()
+                    && self.on_receiver(frame, receiver, method, true).is_empty()
             })
             .map(|(receiver, method)| format!("`{receiver}.{method}`"))
             .take(4)
@@ -722,6 +732,7 @@ impl<'a> Walker<'a> {
             route,
             depth: MAX_DEPTH - 2,
             inside: None,
+            guessed: false,
         });
         self.in_callback = None;
     }
@@ -834,6 +845,7 @@ impl<'a> Walker<'a> {
             depth: MAX_DEPTH - 2,
             inside: Some((site, 0)),
             class,
+            guessed: false,
         });
         self.in_callback = None;
     }
@@ -1012,11 +1024,11 @@ impl<'a> Walker<'a> {
     fn assigned_class(&self, frame: &Frame, receiver: &str) -> Option<String> {
         let assigned = format!("{receiver} = ");
         frame.body.lines().find_map(|line| {
-            let value = line.trim().strip_prefix(&assigned)?;
-            let (constant, _) = constant_calls(value).into_iter().next()?;
-            value
-                .starts_with(constant.as_str())
-                .then(|| self.index.resolve(&constant, &frame.namespace()))?
+            // Read off the line itself: `Replacer.new(post: self)` with no
+            // call after it is no `(constant, method)` pair, yet it makes
+            // a `Replacer` all the same.
+            let constant = made_from(line.trim().strip_prefix(&assigned)?)?;
+            self.index.resolve(constant, &frame.namespace())
         })
     }
 
@@ -1027,19 +1039,14 @@ impl<'a> Walker<'a> {
     fn library_object(&self, frame: &Frame, receiver: &str) -> bool {
         let assigned = format!("{receiver} = ");
         frame.file_text.lines().any(|line| {
-            let Some(value) = line.trim().strip_prefix(&assigned) else {
-                return false;
-            };
-            let constant: String = value
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
-                .collect();
-            constant.starts_with(|c: char| c.is_ascii_uppercase())
-                && value[constant.len()..].starts_with('.')
-                && self
-                    .index
-                    .resolve_any(&constant, &frame.namespace())
-                    .is_none()
+            line.trim()
+                .strip_prefix(&assigned)
+                .and_then(made_from)
+                .is_some_and(|constant| {
+                    self.index
+                        .resolve_any(constant, &frame.namespace())
+                        .is_none()
+                })
         })
     }
 
@@ -1100,6 +1107,7 @@ impl<'a> Walker<'a> {
             route,
             depth: frame.depth + 1,
             inside,
+            guessed: frame.guessed,
         }
     }
 
@@ -1165,8 +1173,15 @@ impl<'a> Walker<'a> {
             }
         }
         for (receiver, method) in receiver_calls(text) {
-            for (class, def) in self.on_receiver(frame, &receiver, &method) {
-                found.push(self.child(frame, format!("{class}#{method}"), def, inside));
+            let defs = self.on_receiver(frame, &receiver, &method, inside.is_some());
+            let guessed = defs.len() > 1 && self.model_named(frame, &receiver).is_none();
+            for (class, def) in defs {
+                let mut child = self.child(frame, format!("{class}#{method}"), def, inside);
+                if guessed {
+                    child.guessed = true;
+                    child.inside = inside.map(|(s, d)| (s, d + 1));
+                }
+                found.push(child);
             }
         }
         found.retain(|f| {
@@ -1200,8 +1215,16 @@ impl<'a> Walker<'a> {
 
     /// `order.finalize!`: the model the receiver is named after, or the
     /// subclasses sharing its table that define the method; an instance
-    /// variable's method that one model or service alone defines.
-    fn on_receiver(&self, frame: &Frame, receiver: &str, method: &str) -> Vec<(String, Def)> {
+    /// variable's method that one model or service alone defines; and,
+    /// with `in_site`, a polymorphic association's method each class that
+    /// defines it.
+    fn on_receiver(
+        &self,
+        frame: &Frame,
+        receiver: &str,
+        method: &str,
+        in_site: bool,
+    ) -> Vec<(String, Def)> {
         let mut found = Vec::new();
         let named = self.model_named(frame, receiver).map(|m| m.class);
         if let Some(class) = named {
@@ -1242,10 +1265,31 @@ impl<'a> Walker<'a> {
                 return found;
             }
         }
-        if let Some([(path, line)]) = self.index.methods.get(method).map(Vec::as_slice) {
-            if self.library_object(frame, receiver) {
-                return found;
-            }
+        let defined = self
+            .index
+            .methods
+            .get(method)
+            .map_or(&[][..], Vec::as_slice);
+        // A polymorphic association's record may be of any class defining
+        // the method (upcase's `purchaseable.send_registration_emails`, a
+        // `Product`'s or a `Section`'s): inside a transaction each is read,
+        // as Ruby may run any, so their slow work is listed. Outside one it
+        // is not: a guess at the class must not add transactions of its own
+        // that crowd out the ones the route surely reaches.
+        let polymorphic = in_site
+            && self
+                .index
+                .polymorphic
+                .contains(receiver.trim_start_matches('@'));
+        let followed = match defined.len() {
+            1 => defined,
+            2..=MAX_POLYMORPHIC if polymorphic => defined,
+            _ => &[][..],
+        };
+        if followed.is_empty() || self.library_object(frame, receiver) {
+            return found;
+        }
+        for (path, line) in followed {
             if let Some(text) = self.index.texts.get(path) {
                 if let Some((_, body)) = find_def(text, method) {
                     let class = class_at(text, *line);
@@ -1255,6 +1299,18 @@ impl<'a> Walker<'a> {
         }
         found
     }
+}
+
+/// The constant an assigned value is made from: `Replacer` for
+/// `Replacer.new(post: self)` or `Replacer.build`, none for a call on a
+/// variable or a literal.
+fn made_from(value: &str) -> Option<&str> {
+    let end = value
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+        .unwrap_or(value.len());
+    let constant = value[..end].trim_end_matches(':');
+    (constant.starts_with(|c: char| c.is_ascii_uppercase()) && value[end..].starts_with('.'))
+        .then_some(constant)
 }
 
 /// Whether the `def` of `name` at `line` of `text` is a class method of a

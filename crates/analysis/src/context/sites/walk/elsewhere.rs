@@ -81,6 +81,7 @@ impl Walker<'_> {
                             depth: MAX_DEPTH - 2,
                             inside: None,
                             class: class_at(text, start + 1),
+                            guessed: false,
                         },
                     ));
                 }
