@@ -393,6 +393,11 @@ fn constant_calls(code: &str) -> Vec<(String, String)> {
         }
         let rest: String = chars[i + 1..].iter().take(2000).collect();
         let mut method = word_at(&rest);
+        // `User::SendEmail.(user)` is Ruby's shorthand for `.call(user)`
+        // (the style of service objects built with Mandate).
+        if rest.starts_with('(') {
+            method = "call".to_owned();
+        }
         if method == "new" {
             // `Const.new(args).call`: the method after the constructor; or
             // `svc = Const.new(args)` and later `svc.call`.
@@ -514,6 +519,11 @@ mod tests {
         assert_eq!(
             constant_calls("  file = Utils::get_file_for_upload(url)\n  x = Post::STATUSES\n"),
             vec![("Utils".to_owned(), "get_file_for_upload".to_owned())]
+        );
+        // `.(args)` is `.call(args)`.
+        assert_eq!(
+            constant_calls("  User::SendEmail.(user) do\n"),
+            vec![("User::SendEmail".to_owned(), "call".to_owned())]
         );
         assert_eq!(
             explicit_table_name(

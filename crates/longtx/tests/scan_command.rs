@@ -784,3 +784,41 @@ fn a_polymorphic_records_slow_work_is_listed_where_any_class_may_run_it() {
         "a guessed record's save opens no site: {all:#?}"
     );
 }
+
+#[test]
+fn a_service_called_with_the_call_shorthand_is_read() {
+    // exercism's commands are Mandate service objects, called as
+    // `Payments::Stripe::Customer::CreateForUser.(user)`: Ruby's `.()` is
+    // `.call()`, so the lock and the Stripe call inside are found.
+    let repo = GitRepo::new("scan-call-shorthand");
+    repo.commit(
+        &[
+            (
+                "app/commands/customer/create_for_user.rb",
+                "class Customer::CreateForUser\n  def self.call(*args)\n    new(*args).call\n  end\n\n  def initialize(user)\n    @user = user\n  end\n\n  def call\n    @user.with_lock do\n      Stripe::Customer.create(email: @user.email)\n    end\n  end\nend\n",
+            ),
+            (
+                "app/controllers/payment_intents_controller.rb",
+                "class PaymentIntentsController < ApplicationController\n  def create\n    Customer::CreateForUser.(current_user)\n  end\nend\n",
+            ),
+            (
+                "app/models/user.rb",
+                "class User < ApplicationRecord\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let stripe = find(
+        &all,
+        "a payment API call",
+        "app/commands/customer/create_for_user.rb",
+    );
+    assert!(stripe["entries"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from("payment_intents#create")));
+}
