@@ -100,7 +100,6 @@ pub fn scan_entries(
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8);
-    let chunk = entries.len().div_ceil(threads).max(1);
     let facts = &confidence::CheckoutFacts::read(repo);
     if facts.document_database {
         return Scan {
@@ -110,14 +109,23 @@ pub fn scan_entries(
             note: Some(DOCUMENT_DATABASE.to_owned()),
         };
     }
-    let per_entry: Vec<Vec<(String, Finding)>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = entries
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|s| findings_of(repo, facts, catalogue, s))
-                        .collect::<Vec<_>>()
+    // Entry points are taken one at a time from a shared counter, not in
+    // fixed chunks: a few entries cost most of a scan (a job reaching half
+    // the models), and a chunk holding them kept one core busy while the
+    // other idled.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut per_entry: Vec<(usize, Vec<(String, Finding)>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(source) = entries.get(i) else {
+                            return done;
+                        };
+                        done.push((i, findings_of(repo, facts, catalogue, source)));
+                    }
                 })
             })
             .collect();
@@ -126,9 +134,11 @@ pub fn scan_entries(
             .flat_map(|w| w.join().expect("a scan worker panicked"))
             .collect()
     });
+    per_entry.sort_by_key(|(i, _)| *i);
+    let per_entry = per_entry.into_iter().map(|(_, found)| found);
     let mut found: BTreeMap<String, Finding> = BTreeMap::new();
     let mut reaching: Vec<String> = Vec::new();
-    for (source, finding) in per_entry.into_iter().flatten() {
+    for (source, finding) in per_entry.flatten() {
         if reaching.last() != Some(&source) {
             reaching.push(source.clone());
         }
