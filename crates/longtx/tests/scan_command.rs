@@ -822,3 +822,47 @@ fn a_service_called_with_the_call_shorthand_is_read() {
         .unwrap()
         .contains(&Value::from("payment_intents#create")));
 }
+
+#[test]
+fn a_gem_clients_method_is_not_the_applications_method_of_that_name() {
+    // collections-publisher (round 14): `Services.publishing_api` builds a
+    // GdsApi client, so its `publish` is the gem's HTTP call, never the one
+    // `publish` the application defines, `TagPublisher#publish`.
+    let repo = GitRepo::new("scan-gem-client");
+    repo.commit(
+        &[
+            (
+                "app/lib/services.rb",
+                "module Services\n  def self.publishing_api\n    @publishing_api ||= GdsApi::PublishingApi.new(\n      Plek.find(\"publishing-api\"),\n    )\n  end\nend\n",
+            ),
+            (
+                "app/jobs/scheduled_publish_job.rb",
+                "class ScheduledPublishJob\n  include Sidekiq::Job\n\n  def perform(id)\n    page = Page.find(id)\n    page.with_lock do\n      Services.publishing_api.publish(page.content_id)\n    end\n  end\nend\n",
+            ),
+            (
+                "app/services/tag_publisher.rb",
+                "class TagPublisher\n  def initialize(tag)\n    @tag = tag\n  end\n\n  def publish\n    Tag.transaction do\n      SlackNotifier.ping(@tag.title)\n    end\n  end\nend\n",
+            ),
+            ("app/models/page.rb", "class Page < ApplicationRecord\nend\n"),
+            ("app/models/tag.rb", "class Tag < ApplicationRecord\nend\n"),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let at_job: Vec<&Value> = all
+        .iter()
+        .filter(|f| f["path"] == "app/jobs/scheduled_publish_job.rb")
+        .collect();
+    assert!(!at_job.is_empty(), "{all:#?}");
+    for finding in at_job {
+        for call in finding["slow"].as_array().unwrap() {
+            assert_eq!(
+                call["path"], "app/jobs/scheduled_publish_job.rb",
+                "{finding:#?}"
+            );
+        }
+    }
+}

@@ -1050,6 +1050,43 @@ impl<'a> Walker<'a> {
         })
     }
 
+    /// Whether the receiver is a constant's method that builds a library's
+    /// object (`Services.publishing_api`, whose body is `@publishing_api
+    /// ||= GdsApi::PublishingApi.new(...)`): a gem client, so its
+    /// `publish` is the gem's, not the one `publish` the application
+    /// defines (collections-publisher's `TagPublisher#publish`, round 14).
+    fn library_accessor(&self, frame: &Frame, receiver: &str) -> bool {
+        let needle = format!(".{receiver}.");
+        frame.body.match_indices(&needle).any(|(at, _)| {
+            let constant = crate::context::identifier_before(&frame.body[..at], &[':']);
+            if !constant.starts_with(|c: char| c.is_ascii_uppercase()) {
+                return false;
+            }
+            // A class's or a module's (`module Services`).
+            let Some(owner) = self.index.resolve_any(&constant, &frame.namespace()) else {
+                return false;
+            };
+            let Some((_, text)) = self.index.file_of(&owner) else {
+                return false;
+            };
+            let Some((_, body)) = find_singleton_def(text, receiver) else {
+                return false;
+            };
+            // What it memoises or assigns, or its first line (a method of
+            // one expression returns it); not any line that names a gem.
+            body.lines().skip(1).enumerate().any(|(i, line)| {
+                let line = line.trim();
+                let value = match line.split_once("||= ").or_else(|| line.split_once(" = ")) {
+                    Some((_, value)) => value.trim(),
+                    None if i == 0 => line,
+                    None => return false,
+                };
+                made_from(value)
+                    .is_some_and(|made| self.index.resolve_any(made, &frame.namespace()).is_none())
+            })
+        })
+    }
+
     /// A method of the frame's class: its file, its modules, its parents.
     fn own_method(&self, frame: &Frame, name: &str) -> Option<Def> {
         if let Some((line, body)) = find_def(&frame.file_text, name) {
@@ -1286,7 +1323,10 @@ impl<'a> Walker<'a> {
             2..=MAX_POLYMORPHIC if polymorphic => defined,
             _ => &[][..],
         };
-        if followed.is_empty() || self.library_object(frame, receiver) {
+        if followed.is_empty()
+            || self.library_object(frame, receiver)
+            || self.library_accessor(frame, receiver)
+        {
             return found;
         }
         for (path, line) in followed {
