@@ -509,7 +509,7 @@ impl<'a> Walker<'a> {
                 // unknown: its attributes are columns, not code to read.
                 !COMMON_METHODS.contains(&method.trim_end_matches(['!', '?']))
                     && self.model_named(frame, receiver).is_none()
-                    && self.on_receiver(frame, receiver, method, true).is_empty()
+                    && self.on_receiver(frame, receiver, method, true).0.is_empty()
             })
             .map(|(receiver, method)| format!("`{receiver}.{method}`"))
             .take(4)
@@ -1210,8 +1210,7 @@ impl<'a> Walker<'a> {
             }
         }
         for (receiver, method) in receiver_calls(text) {
-            let defs = self.on_receiver(frame, &receiver, &method, inside.is_some());
-            let guessed = defs.len() > 1 && self.model_named(frame, &receiver).is_none();
+            let (defs, guessed) = self.on_receiver(frame, &receiver, &method, inside.is_some());
             for (class, def) in defs {
                 let mut child = self.child(frame, format!("{class}#{method}"), def, inside);
                 if guessed {
@@ -1254,14 +1253,14 @@ impl<'a> Walker<'a> {
     /// subclasses sharing its table that define the method; an instance
     /// variable's method that one model or service alone defines; and,
     /// with `in_site`, a polymorphic association's method each class that
-    /// defines it.
+    /// defines it. And whether the class was guessed so (several read).
     fn on_receiver(
         &self,
         frame: &Frame,
         receiver: &str,
         method: &str,
         in_site: bool,
-    ) -> Vec<(String, Def)> {
+    ) -> (Vec<(String, Def)>, bool) {
         let mut found = Vec::new();
         let named = self.model_named(frame, receiver).map(|m| m.class);
         if let Some(class) = named {
@@ -1286,10 +1285,10 @@ impl<'a> Walker<'a> {
                     }
                 }
             }
-            return found;
+            return (found, false);
         }
         if RECORD_METHODS.contains(&method) {
-            return found;
+            return (found, false);
         }
         // A plain class (a form, a service, an importer) the receiver was
         // made from here, or is named after.
@@ -1299,7 +1298,7 @@ impl<'a> Walker<'a> {
         if let Some(class) = plain {
             if let Some(def) = self.class_method(&class, method, false) {
                 found.push((class, def));
-                return found;
+                return (found, false);
             }
         }
         let defined = self
@@ -1327,7 +1326,7 @@ impl<'a> Walker<'a> {
             || self.library_object(frame, receiver)
             || self.library_accessor(frame, receiver)
         {
-            return found;
+            return (found, false);
         }
         for (path, line) in followed {
             if let Some(text) = self.index.texts.get(path) {
@@ -1337,7 +1336,9 @@ impl<'a> Walker<'a> {
                 }
             }
         }
-        found
+        // More than one class ran it only by a polymorphic guess.
+        let guessed = found.len() > 1;
+        (found, guessed)
     }
 }
 
