@@ -824,6 +824,45 @@ fn a_service_called_with_the_call_shorthand_is_read() {
 }
 
 #[test]
+fn a_block_handed_to_a_services_instance_call_runs_inside_its_lock() {
+    // exercism's `User::SendEmail.(notification) do ... end`: the class's
+    // `self.call` only builds an instance and hands it the block, and the
+    // instance's `call` yields inside `with_lock`, so the mail delivered
+    // in the block is sent while the row is locked.
+    let repo = GitRepo::new("scan-handed-block");
+    repo.commit(
+        &[
+            (
+                "app/commands/send_email.rb",
+                "class SendEmail\n  def self.call(*args, &block)\n    new(*args).(&block)\n  end\n\n  def initialize(emailable)\n    @emailable = emailable\n  end\n\n  def call\n    @emailable.with_lock do\n      yield\n      @emailable.update!(sent: true)\n    end\n  end\nend\n",
+            ),
+            (
+                "app/commands/notify.rb",
+                "class Notify\n  def self.call(notification)\n    SendEmail.(notification) do\n      NotificationsMailer.with(notification:).welcome.deliver_later\n    end\n  end\nend\n",
+            ),
+            (
+                "app/controllers/notifications_controller.rb",
+                "class NotificationsController < ApplicationController\n  def create\n    Notify.call(Notification.find(params[:id]))\n  end\nend\n",
+            ),
+            (
+                "app/models/notification.rb",
+                "class Notification < ApplicationRecord\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let mail = find(&all, "a mail delivery", "app/commands/notify.rb");
+    assert!(mail["entries"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from("notifications#create")));
+}
+
+#[test]
 fn a_gem_clients_method_is_not_the_applications_method_of_that_name() {
     // collections-publisher (round 14): `Services.publishing_api` builds a
     // GdsApi client, so its `publish` is the gem's HTTP call, never the one

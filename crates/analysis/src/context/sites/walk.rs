@@ -559,7 +559,13 @@ impl<'a> Walker<'a> {
         let (path, def_line, body, _) = self.own_method(frame, &name).or_else(|| {
             let (constant, method) = constant_calls(code).into_iter().next()?;
             let class = self.index.resolve(&constant, &frame.namespace())?;
-            self.class_method(&class, &method, true)
+            let def = self.class_method(&class, &method, true)?;
+            // `def self.call(*args, &block) = new(*args).(&block)`: the
+            // block runs in the instance's `call`, where the lock is.
+            if opened_in(&def.2).is_none() && hands_to_instance(&def.2, &method) {
+                return self.class_method(&class, &method, false);
+            }
+            Some(def)
         })?;
         let (offset, opened) = opened_in(&body)?;
         // The block is run by `yield`, or by a `&block` it was given.
@@ -1372,6 +1378,16 @@ struct Helper {
     /// Its whole `def`, shown with the site.
     body: String,
     def_line: usize,
+}
+
+/// Whether a singleton method only builds an instance and calls the
+/// instance's method of the same name (`new(*args).call(&block)`, or the
+/// `.()` shorthand), so the work is in the instance's method.
+fn hands_to_instance(body: &str, method: &str) -> bool {
+    body.lines().skip(1).any(|line| {
+        let line = line.trim();
+        line.contains("new(") && (line.contains(&format!(").{method}")) || line.contains(").("))
+    })
 }
 
 /// The first line of a method's body (after its `def`) that opens a
