@@ -863,6 +863,60 @@ fn a_block_handed_to_a_services_instance_call_runs_inside_its_lock() {
 }
 
 #[test]
+fn an_event_fired_on_a_record_runs_its_transition_hooks_in_the_machines_transaction() {
+    // solidus before cb1e1ff261: `@order.complete` fires a state_machine
+    // event, which saves the order inside a transaction the machine opens;
+    // the confirmation mail of its `after_transition` is sent in it. The
+    // finding points at the machine's declaration, where the real fix
+    // turned the transaction off with `:use_transactions => false`.
+    let order = |options: &str| {
+        format!(
+            "class Order < ApplicationRecord\n  state_machine :state, :initial => :cart{options} do\n    after_transition :to => :complete, :do => :finalize!\n\n    event :complete do\n      transition :cart => :complete\n    end\n  end\n\n  def finalize!\n    OrderMailer.confirm(self).deliver_now\n  end\nend\n"
+        )
+    };
+    let repo = GitRepo::new("scan-transition");
+    repo.commit(
+        &[
+            (
+                "app/controllers/checkouts_controller.rb",
+                "class CheckoutsController < ApplicationController\n  def update\n    @order = Order.find(params[:id])\n    @order.complete\n    redirect_to @order\n  end\nend\n",
+            ),
+            ("app/models/order.rb", &order("")),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let mail = find(&all, "a mail delivery", "app/models/order.rb");
+    assert_eq!(mail["line"], 3, "{mail:#}");
+    assert_eq!(mail["opens"]["line"], 2, "the machine opens it: {mail:#}");
+    assert!(mail["why"]
+        .as_str()
+        .unwrap()
+        .contains("inside the transition's transaction"));
+    assert!(mail["entries"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from("checkouts#update")));
+
+    // With the machine's transactions off, in the old hash syntax too,
+    // the hook runs outside any transaction.
+    repo.commit(
+        &[(
+            "app/models/order.rb",
+            &order(", :use_transactions => false"),
+        )],
+        "dev",
+        "dev@example.com",
+        2,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    assert!(findings(&json).is_empty(), "{json}");
+}
+
+#[test]
 fn a_gem_clients_method_is_not_the_applications_method_of_that_name() {
     // collections-publisher (round 14): `Services.publishing_api` builds a
     // GdsApi client, so its `publish` is the gem's HTTP call, never the one

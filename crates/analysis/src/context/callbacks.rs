@@ -176,7 +176,9 @@ fn declared_methods(declaration: &str) -> Vec<String> {
     declaration
         .split(',')
         .map(str::trim)
-        .take_while(|part| part.starts_with(':'))
+        // `:to => :complete` is an option in the old hash syntax, not a
+        // method: the names end where the options begin.
+        .take_while(|part| part.starts_with(':') && !part.contains("=>"))
         .map(|part| {
             part[1..]
                 .chars()
@@ -470,10 +472,10 @@ impl Reader<'_> {
         // `state_machine :state, use_transactions: false` runs its
         // transitions, and their callbacks, without a transaction.
         let no_transaction = machine == "state_machine"
-            && self
-                .context
-                .as_ref()
-                .is_some_and(|(_, opening)| opening.contains("use_transactions: false"));
+            && self.context.as_ref().is_some_and(|(_, opening)| {
+                opening.contains("use_transactions: false")
+                    || opening.contains(":use_transactions => false")
+            });
         let inside = hook != "after_commit" && !no_transaction;
         let kind = if machine == "aasm" {
             "AASM"
@@ -649,6 +651,10 @@ mod tests {
             ["validate_twilio_credentials"]
         );
         assert_eq!(declared_methods(":a, :b?"), ["a", "b?"]);
+        // The old hash syntax's options are no methods (solidus's
+        // `before_transition :to => :complete do |order|`).
+        assert!(declared_methods(":to => :complete do |order|").is_empty());
+        assert_eq!(declared_methods(":notify, :if => :paid?"), ["notify"]);
         assert!(declared_methods("-> { touch }").is_empty());
         assert_eq!(
             option_methods("event :pay, after: :notify do", "after"),

@@ -30,6 +30,9 @@ pub(crate) struct ClassIndex {
     /// Names of polymorphic `belongs_to` associations (`purchaseable`):
     /// their records may be of any class that declares the other side.
     pub polymorphic: HashSet<String>,
+    /// Names of the state-machine events models declare (`event :complete`):
+    /// a call of one of them may move a record through its machine.
+    pub events: HashSet<String>,
 }
 
 /// `Name = Gem::Thing.build(...)` -> (`Name`, `Gem::Thing`).
@@ -59,6 +62,12 @@ fn polymorphic_belongs_to(line: &str) -> Option<String> {
     (polymorphic && !name.is_empty()).then_some(name)
 }
 
+/// `event :complete do` -> `complete`.
+fn declared_event(line: &str) -> Option<String> {
+    let name = super::word_at(line.trim_start().strip_prefix("event :")?);
+    (!name.is_empty()).then_some(name)
+}
+
 /// A model's file: `app/models/` of the application or of any root.
 pub(crate) fn is_model_path(path: &str) -> bool {
     path.starts_with("app/models/") || path.contains("/app/models/")
@@ -86,6 +95,7 @@ impl ClassIndex {
             parents: HashMap::new(),
             bound: HashMap::new(),
             polymorphic: HashSet::new(),
+            events: HashSet::new(),
         };
         for file in ruby_files(&repo.join("config/initializers"), "rb") {
             let Some(text) = read_small(repo, &file) else {
@@ -160,6 +170,7 @@ impl ClassIndex {
         if is_model_path(&path) {
             self.polymorphic
                 .extend(text.lines().filter_map(polymorphic_belongs_to));
+            self.events.extend(text.lines().filter_map(declared_event));
         }
         if holds_methods(&path) {
             for (i, line) in text.lines().enumerate() {

@@ -519,9 +519,23 @@ pub(super) fn slowness(code: &str) -> u32 {
 
 /// How a callback is named in a route and a reason.
 pub(super) fn callback_kind(callback: &Callback) -> String {
-    if callback.inside {
+    if callback.inside && transition_machine(callback).is_some() {
+        format!(
+            "`{}` runs inside the transition's transaction (the machine's `use_transactions`, on unless it is turned off)",
+            callback.label
+        )
+    } else if callback.inside {
         format!("`{}` runs inside the save's transaction", callback.label)
     } else {
         format!("`{}` runs after the commit", callback.label)
     }
+}
+
+/// The line of the `state_machine` declaration whose transitions open the
+/// transaction a hook of it runs in: the gem wraps each transition, its
+/// callbacks and its save in one, unless `use_transactions: false` there
+/// says otherwise, so that line is where the transaction is decided.
+pub(super) fn transition_machine(callback: &Callback) -> Option<usize> {
+    let (line, text) = callback.context.as_ref()?;
+    (callback.label.contains(" state_machine ") && text.contains("state_machine")).then_some(*line)
 }

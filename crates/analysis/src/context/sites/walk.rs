@@ -787,7 +787,9 @@ impl<'a> Walker<'a> {
                 .method
                 .as_ref()
                 .map(|m| (m.path.clone(), m.line, m.body.clone())),
-            opens: None,
+            opens: super::transition_machine(callback)
+                .filter(|_| callback.inside)
+                .map(|line| (callback.path.clone(), line)),
             pieces: vec![Piece {
                 text: callback.declaration.clone(),
                 dist: 0,
@@ -884,6 +886,11 @@ impl<'a> Walker<'a> {
                 models.push(model);
             }
         }
+        for model in self.transitioned(frame, text) {
+            if !models.iter().any(|m| m.class == model.class) {
+                models.push(model);
+            }
+        }
         for model in &models {
             // A model's callback saving its own record says nothing of
             // whether the job saves one (`Order after_transition` calling
@@ -931,6 +938,31 @@ impl<'a> Walker<'a> {
                 }
             }
         }
+    }
+
+    /// The records `text` moves through a state machine: `order.complete`
+    /// (or `complete!`) where the model declares `event :complete`. The
+    /// state_machines and AASM integrations save the record in the
+    /// transition, so its save callbacks and the machine's hooks run.
+    fn transitioned(&self, frame: &Frame, text: &str) -> Vec<ModelRef> {
+        let mut found: Vec<ModelRef> = Vec::new();
+        for (receiver, method) in receiver_calls(text) {
+            let event = method.trim_end_matches('!');
+            if !self.index.events.contains(event) {
+                continue;
+            }
+            let Some(model) = self.model_named(frame, &receiver) else {
+                continue;
+            };
+            let declares = self
+                .index
+                .file_of(&model.class)
+                .is_some_and(|(_, file)| declares_event(file, event));
+            if declares && !found.iter().any(|m| m.class == model.class) {
+                found.push(model);
+            }
+        }
+        found
     }
 
     /// The models saved along the way, as references.
@@ -1378,6 +1410,17 @@ struct Helper {
     /// Its whole `def`, shown with the site.
     body: String,
     def_line: usize,
+}
+
+/// Whether a model's file declares a state-machine event of that name
+/// (`event :complete do`, `event :pay, after: :notify`).
+fn declares_event(file: &str, event: &str) -> bool {
+    file.lines().any(|line| {
+        line.trim()
+            .strip_prefix("event :")
+            .and_then(|rest| rest.strip_prefix(event))
+            .is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+    })
 }
 
 /// Whether a singleton method only builds an instance and calls the
