@@ -443,6 +443,21 @@ fn method_on(code: &str, var: &str) -> Option<String> {
         .filter(|m| !m.is_empty())
 }
 
+/// The method called on the result of `constant.method(...)` in `code`:
+/// `FinancialYearClose.for_year(year, ...).execute` gives `execute`.
+fn chained_after(code: &str, constant: &str, method: &str) -> Option<String> {
+    let call = format!("{constant}.{method}");
+    code.match_indices(&call).find_map(|(at, _)| {
+        let rest = &code[at + call.len()..];
+        if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+            return None;
+        }
+        let chained = skip_parens(rest).trim_start().strip_prefix('.')?;
+        let word = word_at(chained);
+        (word.len() >= 3).then_some(word)
+    })
+}
+
 fn skip_parens(text: &str) -> &str {
     if !text.starts_with('(') {
         return text;

@@ -917,6 +917,47 @@ fn an_event_fired_on_a_record_runs_its_transition_hooks_in_the_machines_transact
 }
 
 #[test]
+fn calls_on_what_a_factory_method_returns_are_the_instances_and_the_adapters_are_not_the_apps() {
+    // ekylibre (round 15): `FinancialYearClose.for_year(year, ...).execute`
+    // runs the instance's `execute`, built by the class method; and
+    // `connection.execute(sql)` is the database adapter's, never the one
+    // `execute` the application defines.
+    let repo = GitRepo::new("scan-factory-result");
+    repo.commit(
+        &[
+            (
+                "app/services/year_close.rb",
+                "class YearClose\n  class << self\n    def for_year(year)\n      new(year)\n    end\n  end\n\n  def initialize(year)\n    @year = year\n  end\n\n  def execute\n    ApplicationRecord.transaction do\n      Faraday.post(\"https://archive.example/years\", @year.to_json)\n    end\n  end\nend\n",
+            ),
+            (
+                "app/jobs/year_close_job.rb",
+                "class YearCloseJob < ApplicationJob\n  def perform(year)\n    YearClose.for_year(year).execute\n  end\nend\n",
+            ),
+            (
+                "app/models/account.rb",
+                "class Account < ApplicationRecord\n  def merge_with(other)\n    Account.transaction do\n      connection = self.class.connection\n      connection.execute(\"UPDATE items SET account_id = #{id} WHERE account_id = #{other.id}\")\n      other.destroy!\n    end\n  end\nend\n",
+            ),
+            (
+                "app/controllers/accounts_controller.rb",
+                "class AccountsController < ApplicationController\n  def merge\n    account = Account.find(params[:id])\n    account.merge_with(Account.find(params[:other_id]))\n  end\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let http = find(&all, "an HTTP call", "app/services/year_close.rb");
+    assert_eq!(
+        http["entries"],
+        serde_json::json!(["YearCloseJob"]),
+        "{http:#}"
+    );
+    assert_eq!(all.len(), 1, "the merge runs no HTTP call: {all:#?}");
+}
+
+#[test]
 fn a_gem_clients_method_is_not_the_applications_method_of_that_name() {
     // collections-publisher (round 14): `Services.publishing_api` builds a
     // GdsApi client, so its `publish` is the gem's HTTP call, never the one

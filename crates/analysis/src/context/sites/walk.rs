@@ -28,6 +28,22 @@ use text::{
     appended_to, attribute_writes, bulk_statement, calls_on_bare_new, save_receivers, saves_bare,
 };
 
+/// Objects Rails hands the application (the database adapter, the
+/// logger, the request and its parts): their methods are the framework's,
+/// never the one method of that name the application defines (ekylibre's
+/// `connection.execute(sql)` is no `FinancialYearClose#execute`).
+const FRAMEWORK_OBJECTS: [&str; 9] = [
+    "connection",
+    "logger",
+    "request",
+    "response",
+    "params",
+    "session",
+    "cookies",
+    "flash",
+    "headers",
+];
+
 /// Calls followed from the entry (and from a callback).
 const MAX_DEPTH: usize = 4;
 /// Methods read per job, whatever the depth.
@@ -1204,7 +1220,19 @@ impl<'a> Walker<'a> {
             // `Const.new(x).call` reads as (Const, call): an instance method.
             let singleton = !matches!(method.as_str(), "call" | "perform" | "run");
             if let Some(def) = self.class_method(&class, &method, singleton) {
+                // A class method that builds an instance (`def for_year(...)
+                // new(...)`): what is called on its result is the instance's.
+                let chained = (singleton && builds_instance(&def.2))
+                    .then(|| crate::context::chained_after(text, &constant, &method))
+                    .flatten()
+                    .and_then(|then| {
+                        let instance = self.class_method(&class, &then, false)?;
+                        Some((then, instance))
+                    });
                 found.push(self.child(frame, format!("{class}#{method}"), def, inside));
+                if let Some((then, instance)) = chained {
+                    found.push(self.child(frame, format!("{class}#{then}"), instance, inside));
+                }
             }
         }
         // A method already on the route (this frame's own among them) is
@@ -1361,6 +1389,7 @@ impl<'a> Walker<'a> {
             _ => &[][..],
         };
         if followed.is_empty()
+            || FRAMEWORK_OBJECTS.contains(&receiver)
             || self.library_object(frame, receiver)
             || self.library_accessor(frame, receiver)
         {
@@ -1410,6 +1439,23 @@ struct Helper {
     /// Its whole `def`, shown with the site.
     body: String,
     def_line: usize,
+}
+
+/// Whether a method's last statement builds an instance of its class
+/// (`new(year, close_on)`, `self.new(...)`): a factory.
+fn builds_instance(body: &str) -> bool {
+    let statements: Vec<&str> = body
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#') && *line != "end")
+        .collect();
+    statements.last().is_some_and(|last| {
+        last.starts_with("new(")
+            || last.starts_with("new ")
+            || last.starts_with("self.new(")
+            || *last == "new"
+    })
 }
 
 /// Whether a model's file declares a state-machine event of that name

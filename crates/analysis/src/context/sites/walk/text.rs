@@ -53,13 +53,24 @@ pub(super) fn save_receivers(text: &str) -> Vec<String> {
 
 /// The receivers of calls of `verbs` in `text`, once each, at most 12: a
 /// verb followed by a word character is another method (`destroy_all`),
-/// except `update_*` (`update_columns` saves too).
+/// except `update_*` (`update_attributes` saves too). `update_all`,
+/// `update_column(s)` and `update_counters` write without instantiating a
+/// record, so they run no callback: no save.
 pub(super) fn receivers_of(text: &str, verbs: &[&str]) -> Vec<String> {
+    const NO_CALLBACKS: [&str; 4] = ["_all", "_columns", "_column", "_counters"];
     let mut found: Vec<String> = Vec::new();
     for &save in verbs {
         for (at, _) in text.match_indices(save) {
-            let after = text[at + save.len()..].chars().next();
+            let rest = &text[at + save.len()..];
+            let after = rest.chars().next();
             if after.is_some_and(|c| c.is_alphanumeric() || (c == '_' && save != ".update")) {
+                continue;
+            }
+            let skips_callbacks = NO_CALLBACKS.iter().any(|suffix| {
+                rest.strip_prefix(suffix)
+                    .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+            });
+            if save == ".update" && skips_callbacks {
                 continue;
             }
             let receiver = receiver_before(&text[..at]);
@@ -292,6 +303,20 @@ mod tests {
             "  after_create :notify\n  validates :a, on: :create"
         ));
         assert!(!saves_bare("  order.save!"));
+    }
+
+    #[test]
+    fn writes_that_skip_callbacks_are_no_saves() {
+        // ekylibre (round 15): `JournalEntryItem.where(...).update_all`
+        // was read as a save, so the items' callbacks seemed to run.
+        assert_eq!(
+            save_receivers("entry.update_attributes(state: s)\nitem.update!(x: 1)"),
+            ["entry", "item"]
+        );
+        assert!(save_receivers(
+            "items.update_all(state: s)\nrow.update_columns(a: 1)\nrow.update_column(:a, 1)\nUser.update_counters(id, n: 1)"
+        )
+        .is_empty());
     }
 
     #[test]
