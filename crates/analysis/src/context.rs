@@ -12,8 +12,8 @@ mod class_index;
 mod models;
 mod sites;
 mod statesman;
-pub(crate) use class_index::is_model_path;
 use class_index::ClassIndex;
+pub(crate) use class_index::{declared_event, is_model_path};
 #[cfg(test)]
 use models::explicit_table_name;
 use models::model_of;

@@ -63,7 +63,7 @@ fn polymorphic_belongs_to(line: &str) -> Option<String> {
 }
 
 /// `event :complete do` -> `complete`.
-fn declared_event(line: &str) -> Option<String> {
+pub(crate) fn declared_event(line: &str) -> Option<String> {
     let name = super::word_at(line.trim_start().strip_prefix("event :")?);
     (!name.is_empty()).then_some(name)
 }

@@ -1461,12 +1461,9 @@ fn builds_instance(body: &str) -> bool {
 /// Whether a model's file declares a state-machine event of that name
 /// (`event :complete do`, `event :pay, after: :notify`).
 fn declares_event(file: &str, event: &str) -> bool {
-    file.lines().any(|line| {
-        line.trim()
-            .strip_prefix("event :")
-            .and_then(|rest| rest.strip_prefix(event))
-            .is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
-    })
+    file.lines()
+        .filter_map(crate::context::declared_event)
+        .any(|declared| declared == event)
 }
 
 /// Whether a singleton method only builds an instance and calls the

@@ -97,9 +97,7 @@ impl Walker<'_> {
         let events: Vec<String> = callback
             .file_text
             .lines()
-            .filter_map(|l| l.trim().strip_prefix("event :"))
-            .map(crate::context::word_at)
-            .filter(|e| !e.is_empty())
+            .filter_map(crate::context::declared_event)
             .map(|e| format!(".{e}"))
             .collect();
         self.reached.iter().any(|code| {

@@ -66,11 +66,11 @@ pub(super) fn receivers_of(text: &str, verbs: &[&str]) -> Vec<String> {
             if after.is_some_and(|c| c.is_alphanumeric() || (c == '_' && save != ".update")) {
                 continue;
             }
-            let skips_callbacks = NO_CALLBACKS.iter().any(|suffix| {
+            let skips_callbacks = |suffix: &&str| {
                 rest.strip_prefix(suffix)
                     .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
-            });
-            if save == ".update" && skips_callbacks {
+            };
+            if save == ".update" && NO_CALLBACKS.iter().any(skips_callbacks) {
                 continue;
             }
             let receiver = receiver_before(&text[..at]);
