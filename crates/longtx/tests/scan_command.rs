@@ -914,6 +914,23 @@ fn an_event_fired_on_a_record_runs_its_transition_hooks_in_the_machines_transact
     );
     let (_, json) = scan(&repo, &["--format", "json"]);
     assert!(findings(&json).is_empty(), "{json}");
+
+    // An event declared by a machine-level transition naming it (Solidus's
+    // checkout: `transition(t.merge(:on => :next))`, no `event :next`
+    // line) is fired the same way.
+    repo.commit(
+        &[(
+            "app/models/order.rb",
+            "class Order < ApplicationRecord\n  state_machine :state, :initial => :cart do\n    after_transition :to => :complete, :do => :finalize!\n\n    steps.each { |t| transition(t.merge(:on => :complete)) }\n  end\n\n  def finalize!\n    OrderMailer.confirm(self).deliver_now\n  end\nend\n",
+        )],
+        "dev",
+        "dev@example.com",
+        1,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let mail = find(&all, "a mail delivery", "app/models/order.rb");
+    assert_eq!(mail["line"], 3, "{mail:#}");
 }
 
 #[test]

@@ -62,9 +62,37 @@ fn polymorphic_belongs_to(line: &str) -> Option<String> {
     (polymorphic && !name.is_empty()).then_some(name)
 }
 
-/// `event :complete do` -> `complete`.
+/// `event :complete do` -> `complete`; also a machine-level
+/// `transition(from: :cart, to: :address, on: :next)` (`:on => :next`),
+/// which state_machines requires to name its event and which defines that
+/// event (its test `MachineWithTransitionsTest`: "Must specify :on event").
+/// Solidus builds its checkout this way, with no `event :next` line.
+/// Only the first of several events (`on: [:a, :b]`) is read.
 pub(crate) fn declared_event(line: &str) -> Option<String> {
-    let name = super::word_at(line.trim_start().strip_prefix("event :")?);
+    let code = line.trim_start();
+    if code.starts_with('#') {
+        return None;
+    }
+    if let Some(rest) = code.strip_prefix("event :") {
+        let name = super::word_at(rest);
+        return (!name.is_empty()).then_some(name);
+    }
+    // `transition` as a word, also inside a block on the line
+    // (Solidus's `checkout_transitions.each { |t| transition(t.merge(:on => :next)) }`).
+    let rest = code.match_indices("transition").find_map(|(at, word)| {
+        let before = code[..at].chars().next_back();
+        let rest = &code[at + word.len()..];
+        let own_word = !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+        (own_word && rest.starts_with([' ', '('])).then_some(rest)
+    })?;
+    let at = [" on: ", "(on: ", ",on: ", ":on => "]
+        .iter()
+        .find_map(|needle| rest.find(needle).map(|at| at + needle.len()))?;
+    let name = super::word_at(
+        rest[at..]
+            .trim_start_matches(['[', ' '])
+            .strip_prefix(':')?,
+    );
     (!name.is_empty()).then_some(name)
 }
 
@@ -299,7 +327,42 @@ impl ClassIndex {
 
 #[cfg(test)]
 mod tests {
-    use super::binding;
+    use super::{binding, declared_event};
+
+    #[test]
+    fn an_event_is_declared_by_its_block_or_by_a_machine_level_transition_on_it() {
+        assert_eq!(
+            declared_event("  event :complete do"),
+            Some("complete".into())
+        );
+        assert_eq!(
+            declared_event(
+                "    klass.next_event_transitions.each { |t| transition(t.merge(:on => :next)) }"
+            ),
+            Some("next".into())
+        );
+        assert_eq!(
+            declared_event("  add_transition({:from => a, :on => :next})"),
+            None
+        );
+        assert_eq!(
+            declared_event("  transition(t.merge(:on => :next))"),
+            Some("next".into())
+        );
+        assert_eq!(
+            declared_event("  transition parked: :idling, on: [:ignite, :shift_up]"),
+            Some("ignite".into())
+        );
+        assert_eq!(
+            declared_event("  transition to: :complete, if: :paid?"),
+            None
+        );
+        assert_eq!(declared_event("  transitions from: :a, to: :b"), None);
+        assert_eq!(
+            declared_event("  # transition(on: :next) is built below"),
+            None
+        );
+    }
 
     #[test]
     fn an_initializer_binds_a_constant_to_a_gem_object() {
