@@ -467,6 +467,47 @@ fn a_transition_lists_the_gateway_call_beside_the_confirmation_mail() {
 }
 
 #[test]
+fn a_transition_hook_whose_walk_stopped_before_any_slow_call_stays_a_lead() {
+    // Solidus before cb1e1ff2: the hook's block reaches the gateway only
+    // past the walk's depth (`process_payments!` -> `process!` ->
+    // `purchase!` -> `gateway_action`). With nothing slow seen, the hook
+    // is still a lead, and says where the walk stopped, as one calling a
+    // gem or a method chosen at run time does.
+    let app = App::new(
+        "stopped-hook",
+        &[
+            (
+                "app/controllers/checkouts_controller.rb",
+                "class CheckoutsController < ApplicationController\n  def update\n    @order = Order.find(params[:id])\n    @order.next\n    redirect_to @order\n  end\nend\n",
+            ),
+            (
+                "app/models/order.rb",
+                "class Order < ApplicationRecord\n  has_many :payments\n\n  state_machine :state, initial: :cart do\n    transition(from: :cart, to: :complete, on: :next)\n\n    before_transition to: :complete do |order|\n      order.process_payments!\n    end\n  end\n\n  def process_payments!\n    payments.each { |payment| payment.process! }\n  end\nend\n",
+            ),
+            (
+                "app/models/payment.rb",
+                "class Payment < ApplicationRecord\n  belongs_to :order\n\n  def process!\n    purchase! if amount.positive?\n  end\n\n  def purchase!\n    gateway_action(:purchase, :complete)\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("checkouts#update", &["orders"]);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/models/order.rb` line 7",
+        "the hook is a lead: {prompt}"
+    );
+    let section = sites(&prompt);
+    assert!(
+        section.contains("no slow call was recognised inside it"),
+        "it says nothing slow was seen: {section}"
+    );
+    assert!(
+        section.contains("- the walk stopped 4 calls deep at `Payment#process!` (app/models/payment.rb line 4): what it calls (`Payment#purchase!`) was not read"),
+        "and where the walk stopped: {section}"
+    );
+}
+
+#[test]
 fn a_bulk_delete_with_no_transaction_around_it_is_a_site_of_its_own() {
     let app = App::new(
         "bulk",

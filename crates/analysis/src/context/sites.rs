@@ -107,6 +107,8 @@ pub const MAX_LISTED: usize = 12;
 const UNREAD_GEM: &str = "calls code outside this repository (a gem or SDK), not read:";
 const UNREAD_DYNAMIC: &str =
     "calls a method chosen at run time (`send`); the walk did not follow it";
+/// How a note says the walk stopped at its depth in a site's code.
+const WALK_STOPPED: &str = "the walk stopped";
 /// Notes on what the walk did not see, per site.
 const MAX_UNSEEN: usize = 4;
 
@@ -246,11 +248,14 @@ impl Draft {
         let (score, shapes, slowest) = self.weigh();
         // A callback with nothing slow in it is listed, not a site; unless
         // it calls code the walk could not read (a gem, a method chosen at
-        // run time): then it stays, last, as a lead the agent reads itself.
-        let unread = self
-            .unseen
-            .iter()
-            .any(|note| note.contains(UNREAD_GEM) || note.contains(UNREAD_DYNAMIC));
+        // run time, or methods past the walk's depth: Solidus's transition
+        // reaches its gateway four calls below the hook): then it stays,
+        // last, as a lead the agent reads itself.
+        let unread = self.unseen.iter().any(|note| {
+            note.contains(UNREAD_GEM)
+                || note.contains(UNREAD_DYNAMIC)
+                || note.starts_with(WALK_STOPPED)
+        });
         let nothing_slow = self.is_callback && score <= self.prior * 10;
         // A hook of an event the job never fires is no lead either way.
         if nothing_slow && (!unread || self.unfired || self.another_event) {

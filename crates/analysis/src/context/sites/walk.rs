@@ -433,9 +433,15 @@ impl<'a> Walker<'a> {
                     self.note(
                         s,
                         format!(
-                            "the walk stopped {MAX_DEPTH} calls deep at {}: what it calls ({}) was not read",
+                            "{} {MAX_DEPTH} calls deep at {}: what it calls ({}) was not read",
+                            super::WALK_STOPPED,
                             frame.place(),
-                            calls.iter().take(3).map(|c| format!("`{}`", c.label)).collect::<Vec<_>>().join(", ")
+                            calls
+                                .iter()
+                                .take(3)
+                                .map(|c| format!("`{}`", c.label))
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         ),
                     );
                 }
