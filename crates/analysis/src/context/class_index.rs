@@ -78,7 +78,7 @@ pub(crate) fn declared_event(line: &str) -> Option<String> {
         return (!name.is_empty()).then_some(name);
     }
     // `transition` as a word, also inside a block on the line
-    // (Solidus's `checkout_transitions.each { |t| transition(t.merge(:on => :next)) }`).
+    // (Solidus's `next_event_transitions.each { |t| transition(t.merge(:on => :next)) }`).
     let rest = code.match_indices("transition").find_map(|(at, word)| {
         let before = code[..at].chars().next_back();
         let rest = &code[at + word.len()..];
