@@ -19,7 +19,8 @@ use models::explicit_table_name;
 use models::model_of;
 pub use models::{camelize, singularize};
 pub use sites::{
-    has_slow_work, has_slow_work_in_code, Site, SiteLine, SlowCall, CASCADE_WORK, MAX_SITES,
+    has_slow_work, has_slow_work_in_code, Alternative, Site, SiteLine, SlowCall, CASCADE_WORK,
+    MAX_SITES,
 };
 use std::path::Path;
 
@@ -149,6 +150,23 @@ pub fn code_context(
         sites,
         second_level,
     }
+}
+
+/// [`code_context`] as a prompt shows it: a site that is another class's
+/// version of a better-ranked site's method (an STI subclass's override the
+/// same call runs instead) is listed under that site, not as a lead of its
+/// own. The scan keeps each version as a finding: each holds its own
+/// transaction.
+pub fn lead_context(
+    repo: &Path,
+    query_source: &str,
+    tables: &[String],
+    candidates: &[Candidate],
+) -> CodeContext {
+    let mut context = code_context(repo, query_source, tables, candidates);
+    let sites = std::mem::take(&mut context.sites);
+    context.sites = sites::fold_overrides(&ClassIndex::of(repo), sites);
+    context
 }
 
 /// A model's callbacks as listed: the likeliest to hold the table first

@@ -194,7 +194,7 @@ fn main() -> anyhow::Result<()> {
                 ..JobFacts::default()
             };
             let code =
-                longtx_prompt::locate::code_context(&dir, &job.query_source, &job.tables, &found);
+                longtx_prompt::locate::lead_context(&dir, &job.query_source, &job.tables, &found);
             let ranked = rank_patterns(&job, &found, &code, &catalogue);
             // A top pattern at score 0 is no pick, whatever the catalogue order.
             let top = ranked

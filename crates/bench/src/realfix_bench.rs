@@ -125,6 +125,19 @@ fn site_shows(site: &longtx_prompt::locate::Site) -> Shown {
     shown
 }
 
+/// What a lead names: its site's lines, and each other class's version of
+/// its method listed under it, by its line and its slow calls' lines. The
+/// prompt calls those as likely as the lead, so they count among the
+/// candidates (at the lead's rank), never as the first.
+fn lead_shows(site: &longtx_prompt::locate::Site) -> Shown {
+    let mut shown = site_shows(site);
+    for other in &site.alternatives {
+        shown.push((other.path.clone(), other.line, other.line));
+        shown.extend(other.slow.iter().map(|c| (c.path.clone(), c.line, c.line)));
+    }
+    shown
+}
+
 /// The place shows the fixed line, in the same file.
 fn spans(place: &Shown, site: &str) -> bool {
     let Some((path, line)) = site.rsplit_once(':') else {
@@ -152,7 +165,7 @@ fn measure(
         tables: vec![fix.table.clone()],
         ..JobFacts::default()
     };
-    let code = longtx_prompt::locate::code_context(dir, &fix.query_source, &facts.tables, &found);
+    let code = longtx_prompt::locate::lead_context(dir, &fix.query_source, &facts.tables, &found);
     // The prompt's "where it most likely lives": the transaction sites,
     // else the entry point.
     let places: Vec<(String, Shown)> = if code.sites.is_empty() {
@@ -165,6 +178,16 @@ fn measure(
             .iter()
             .take(longtx_prompt::locate::MAX_SITES)
             .map(|s| (format!("{}:{}", s.path, s.line), site_shows(s)))
+            .collect()
+    };
+    // The same, with the alternatives each lead lists.
+    let leads: Vec<Shown> = if code.sites.is_empty() {
+        places.iter().map(|(_, p)| p.clone()).collect()
+    } else {
+        code.sites
+            .iter()
+            .take(longtx_prompt::locate::MAX_SITES)
+            .map(lead_shows)
             .collect()
     };
     if std::env::var("REALFIX_SHOW").is_ok_and(|v| fix.fix_commit.starts_with(&v)) {
@@ -186,10 +209,7 @@ fn measure(
     let top1 = places
         .first()
         .is_some_and(|(_, p)| spans(p, &fix.fixed_site));
-    let top3 = places
-        .iter()
-        .take(3)
-        .any(|(_, p)| spans(p, &fix.fixed_site));
+    let top3 = leads.iter().take(3).any(|p| spans(p, &fix.fixed_site));
     let ranked = longtx_prompt::rank_patterns(&facts, &found, &code, catalogue);
     let top = ranked
         .first()
@@ -204,14 +224,17 @@ fn measure(
     // shown site, or inside a shown excerpt.
     let shown_sites = code.sites.iter().take(longtx_prompt::locate::MAX_SITES);
     let listed: Vec<String> = shown_sites
-        .flat_map(|s| s.slow.iter().map(|c| format!("{}:{}", c.path, c.line)))
+        .flat_map(|s| {
+            s.slow
+                .iter()
+                .chain(s.alternatives.iter().flat_map(|a| &a.slow))
+                .map(|c| format!("{}:{}", c.path, c.line))
+        })
         .collect();
     let missing: Vec<&String> = fix
         .slow_calls
         .iter()
-        .filter(|call| {
-            !listed.contains(call) && !places.iter().take(3).any(|(_, p)| spans(p, call))
-        })
+        .filter(|call| !listed.contains(call) && !leads.iter().take(3).any(|p| spans(p, call)))
         .collect();
     if top3 && !fix.slow_calls.is_empty() {
         tally.with_calls += 1;
@@ -241,7 +264,7 @@ fn measure(
             tally.ranked_later +=
                 code.sites
                     .iter()
-                    .any(|s| spans(&site_shows(s), &fix.fixed_site)) as usize;
+                    .any(|s| spans(&lead_shows(s), &fix.fixed_site)) as usize;
         }
     }
     tally.file_named += text.contains(file) as usize;

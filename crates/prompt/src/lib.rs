@@ -57,7 +57,7 @@ impl PromptSources {
         let (candidates, none_reason, code) = match &self.repo {
             Some(repo) => {
                 let candidates = locate(repo, &job.query_source);
-                let code = locate::code_context(repo, &job.query_source, &job.tables, &candidates);
+                let code = locate::lead_context(repo, &job.query_source, &job.tables, &candidates);
                 (candidates, None, code)
             }
             None => (Vec::new(), Some(NO_CHECKOUT), Default::default()),

@@ -87,6 +87,9 @@ struct Context<'a> {
     /// The first two sites scored within a fifth of each other: the
     /// prompt says so instead of ranking one as the likelier.
     sites_close: bool,
+    /// The first site is one of several classes' versions of a method: the
+    /// prompt says the record's class picks, not the score.
+    first_alternatives: bool,
     no_candidates: Option<String>,
     /// The alerted tables' models and the calls of the located method.
     code: &'a CodeContext,
@@ -134,6 +137,18 @@ struct SiteView {
     more_slow: usize,
     /// Where the walk stopped: what the list above may lack.
     unseen: Vec<String>,
+    /// Other classes' versions of its method, one of which the same call
+    /// runs instead.
+    alternatives: Vec<AlternativeView>,
+}
+
+#[derive(Serialize)]
+struct AlternativeView {
+    method: String,
+    path: String,
+    line: usize,
+    slow: Vec<crate::locate::SlowCall>,
+    more_slow: usize,
 }
 
 #[derive(Serialize)]
@@ -349,6 +364,10 @@ impl PromptRenderer {
                 .map(|s| site_view(s, excerpt_cap))
                 .collect(),
             sites_close: sites_close(&code.sites),
+            first_alternatives: code
+                .sites
+                .first()
+                .is_some_and(|s| !s.alternatives.is_empty()),
             no_candidates: candidates.is_empty().then(|| match none_reason {
                 Some(reason) => reason.to_owned(),
                 None => explain_none(&clean(&job.query_source, 256, false)),
@@ -518,19 +537,30 @@ fn site_view(site: &crate::locate::Site, excerpt_cap: usize) -> SiteView {
         why: clean(&site.why, 1000, false),
         fence: "`".repeat(longest_backtick_run(&excerpt).max(2) + 1),
         excerpt,
-        slow: site
-            .slow
-            .iter()
-            .map(|c| crate::locate::SlowCall {
-                what: clean(&c.what, 100, false),
-                code: clean(&c.code, 160, false).replace('`', "'"),
-                via: c.via.as_deref().map(|v| clean(v, 300, false)),
-                path: clean(&c.path, 512, false),
-                line: c.line,
-            })
-            .collect(),
+        slow: site.slow.iter().map(slow_view).collect(),
         more_slow: site.more_slow,
         unseen: site.unseen.iter().map(|u| clean(u, 600, false)).collect(),
+        alternatives: site
+            .alternatives
+            .iter()
+            .map(|a| AlternativeView {
+                method: clean(&a.method, 300, false),
+                path: clean(&a.path, 512, false),
+                line: a.line,
+                slow: a.slow.iter().map(slow_view).collect(),
+                more_slow: a.more_slow,
+            })
+            .collect(),
+    }
+}
+
+fn slow_view(call: &crate::locate::SlowCall) -> crate::locate::SlowCall {
+    crate::locate::SlowCall {
+        what: clean(&call.what, 100, false),
+        code: clean(&call.code, 160, false).replace('`', "'"),
+        via: call.via.as_deref().map(|v| clean(v, 300, false)),
+        path: clean(&call.path, 512, false),
+        line: call.line,
     }
 }
 

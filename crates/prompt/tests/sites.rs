@@ -1104,3 +1104,79 @@ fn a_service_object_made_in_the_method_is_read_for_every_call_on_it() {
     );
     assert!(!leads.contains("`processor.process!`"), "{leads}");
 }
+
+/// A Redmine-shaped repository model: `kinds` subclasses, each with its own
+/// `fetch_changesets` holding a transaction over a fetch and a loop of
+/// inserts.
+fn repository_subclasses(kinds: &[&str]) -> Vec<(String, String)> {
+    kinds
+        .iter()
+        .map(|kind| {
+            (
+                format!("app/models/repository/{}.rb", kind.to_lowercase()),
+                format!("class Repository::{kind} < Repository\n  def fetch_changesets\n    transaction do\n      revisions = Net::HTTP.get(URI(url))\n      JSON.parse(revisions).each do |revision|\n        Changeset.create!(repository: self, revision: revision['id'])\n      end\n    end\n  end\nend\n"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_subclass_version_of_the_called_method_is_listed_under_one_lead() {
+    // Redmine's `@repository.fetch_changesets` runs the override of the
+    // row's class (`type`): Bazaar, CVS, ... or Subversion, the seventh by
+    // name, whose transaction was the real fix (`7bd4590c`). The versions
+    // are one lead, and the other site the action reaches stays shown.
+    const KINDS: [&str; 8] = [
+        "Bazaar",
+        "Cvs",
+        "Darcs",
+        "Filesystem",
+        "Git",
+        "Mercurial",
+        "Perforce",
+        "Subversion",
+    ];
+    let models = repository_subclasses(&KINDS);
+    let mut files: Vec<(&str, &str)> = models
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    files.extend([
+        (
+            "app/controllers/repositories_controller.rb",
+            "class RepositoriesController < ApplicationController\n  def show\n    @repository = Repository.find(params[:id])\n    @repository.fetch_changesets\n    Visit.record!(@repository)\n  end\nend\n",
+        ),
+        (
+            "app/models/repository.rb",
+            "class Repository < ApplicationRecord\n  has_many :changesets\nend\n",
+        ),
+        ("app/models/changeset.rb", "class Changeset < ApplicationRecord\nend\n"),
+        (
+            "app/models/visit.rb",
+            "class Visit < ApplicationRecord\n  def self.record!(repository)\n    transaction do\n      create!(repository_id: repository.id)\n      VisitMailer.noticed(repository).deliver_now\n    end\n  end\nend\n",
+        ),
+    ]);
+    let app = App::new("overrides", &files);
+    let prompt = app.prompt("repositories#show", &["changesets"]);
+    let leads = sites(&prompt);
+    assert_eq!(leads.matches("\n### ").count(), 2, "{leads}");
+    assert!(
+        leads.contains("The first is one of several classes' versions of one method"),
+        "{leads}"
+    );
+    let listed: Vec<&str> = KINDS
+        .iter()
+        .copied()
+        .filter(|kind| {
+            leads.contains(&format!(
+                "- `Repository::{kind}#fetch_changesets` (app/models/repository/{}.rb line 3): an HTTP call (line 4); a loop of writes or enqueues (line 5)",
+                kind.to_lowercase()
+            ))
+        })
+        .collect();
+    assert_eq!(listed.len(), KINDS.len() - 1, "all but the lead: {leads}");
+    assert!(
+        leads.contains("`app/models/visit.rb` line 3"),
+        "the other transaction is not pushed out: {leads}"
+    );
+}

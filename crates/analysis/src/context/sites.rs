@@ -10,12 +10,14 @@
 //! its distance from the boundary.
 
 mod boundary;
+mod overrides;
 mod slow;
 mod walk;
 
 use super::callbacks::{callbacks_of, Callback, SaveKind};
 use super::{ClassIndex, ModelRef};
 use crate::Candidate;
+pub use overrides::{fold_overrides, Alternative};
 use serde::Serialize;
 use walk::{Frame, Walker};
 
@@ -74,6 +76,13 @@ pub struct Site {
     /// runs inside it, not what its arguments call first.
     #[serde(skip)]
     pub lone_statement: bool,
+    /// The route's steps, as [`Site::route`] joins them.
+    #[serde(skip)]
+    pub steps: Vec<String>,
+    /// Other classes' versions of this site's method that the same call
+    /// runs instead, by the record's class (see [`fold_overrides`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Alternative>,
 }
 
 /// A line of code in the checkout.
@@ -337,6 +346,7 @@ impl Draft {
             path: self.path,
             line: self.line,
             route: self.route.join(" → "),
+            steps: self.route,
             why,
             excerpt,
             score,
@@ -349,6 +359,7 @@ impl Draft {
             last_resort: nothing_slow || self.elsewhere,
             opens: self.opens.map(|(path, line)| SiteLine { path, line }),
             lone_statement: self.lone_statement,
+            alternatives: Vec::new(),
         })
     }
 }

@@ -51,6 +51,11 @@ const MAX_FRAMES: usize = 160;
 /// A polymorphic receiver's method defined by more classes than this is
 /// too common a name to say which ran: left to the agent, and said so.
 const MAX_POLYMORPHIC: usize = 4;
+/// Subclasses read for their override of a model's method: Redmine's
+/// `Repository` has seven, each reached by `repository.fetch_changesets`.
+/// A prompt lists them under one lead (`overrides.rs`), so reading them
+/// all costs it a line each.
+const MAX_OVERRIDES: usize = super::overrides::MAX_ALTERNATIVES;
 /// Ruby words that are never calls worth following.
 const KEYWORDS: [&str; 16] = [
     "end", "if", "unless", "else", "elsif", "return", "yield", "self", "nil", "true", "false",
@@ -1345,7 +1350,12 @@ impl<'a> Walker<'a> {
             }
             {
                 // Subclasses sharing the table override it (`Repository::Git`).
-                for sub in self.index.descendants(&class).into_iter().take(6) {
+                for sub in self
+                    .index
+                    .descendants(&class)
+                    .into_iter()
+                    .take(MAX_OVERRIDES)
+                {
                     let Some((path, _)) = self.index.classes.get(&sub) else {
                         continue;
                     };
