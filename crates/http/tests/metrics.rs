@@ -228,15 +228,17 @@ async fn metrics_parse_and_count_alerts_jobs_dispatches_and_github_calls() {
         .unwrap()
             >= 3.0
     );
-    assert_eq!(
-        sample(
-            &families,
-            "longtx_db_pool_waiting",
-            "longtx_db_pool_waiting",
-            &[]
-        ),
-        Some(0.0)
-    );
+    // A gauge of the moment: the server's background workers may be queued
+    // for a connection while the scrape runs (CI on a loaded machine saw 1),
+    // so what is fixed is that it is reported, as a count.
+    let waiting = sample(
+        &families,
+        "longtx_db_pool_waiting",
+        "longtx_db_pool_waiting",
+        &[],
+    )
+    .expect("the pool's waiting gauge is reported");
+    assert!(waiting >= 0.0 && waiting.fract() == 0.0, "{waiting}");
 }
 
 #[tokio::test]
