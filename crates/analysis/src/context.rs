@@ -154,9 +154,9 @@ pub fn code_context(
 
 /// [`code_context`] as a prompt shows it: a site that is another class's
 /// version of a better-ranked site's method (an STI subclass's override the
-/// same call runs instead) is listed under that site, not as a lead of its
-/// own. The scan keeps each version as a finding: each holds its own
-/// transaction.
+/// same call runs instead), or another callback of the same save, is listed
+/// under that site, not as a lead of its own. The scan keeps each as a
+/// finding: each is a line to change.
 pub fn lead_context(
     repo: &Path,
     query_source: &str,
@@ -165,7 +165,7 @@ pub fn lead_context(
 ) -> CodeContext {
     let mut context = code_context(repo, query_source, tables, candidates);
     let sites = std::mem::take(&mut context.sites);
-    context.sites = sites::fold_overrides(&ClassIndex::of(repo), sites);
+    context.sites = sites::fold_one_save(sites::fold_overrides(&ClassIndex::of(repo), sites));
     context
 }
 

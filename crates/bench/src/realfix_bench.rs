@@ -126,12 +126,12 @@ fn site_shows(site: &longtx_prompt::locate::Site) -> Shown {
 }
 
 /// What a lead names: its site's lines, and each other class's version of
-/// its method listed under it, by its line and its slow calls' lines. The
-/// prompt calls those as likely as the lead, so they count among the
-/// candidates (at the lead's rank), never as the first.
+/// its method and each other callback of its save listed under it, by its
+/// line and its slow calls' lines. They count among the candidates (at the
+/// lead's rank), never as the first.
 fn lead_shows(site: &longtx_prompt::locate::Site) -> Shown {
     let mut shown = site_shows(site);
-    for other in &site.alternatives {
+    for other in site.alternatives.iter().chain(&site.same_save) {
         shown.push((other.path.clone(), other.line, other.line));
         shown.extend(other.slow.iter().map(|c| (c.path.clone(), c.line, c.line)));
     }
@@ -227,7 +227,12 @@ fn measure(
         .flat_map(|s| {
             s.slow
                 .iter()
-                .chain(s.alternatives.iter().flat_map(|a| &a.slow))
+                .chain(
+                    s.alternatives
+                        .iter()
+                        .chain(&s.same_save)
+                        .flat_map(|a| &a.slow),
+                )
                 .map(|c| format!("{}:{}", c.path, c.line))
         })
         .collect();

@@ -140,6 +140,8 @@ struct SiteView {
     /// Other classes' versions of its method, one of which the same call
     /// runs instead.
     alternatives: Vec<AlternativeView>,
+    /// The other callbacks of the same save, run in its transaction too.
+    same_save: Vec<AlternativeView>,
 }
 
 #[derive(Serialize)]
@@ -468,6 +470,21 @@ fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evi
     for site in reached {
         evidence.excerpts.extend(at(site, true));
     }
+    // So are those listed under a lead, as they were when leads themselves.
+    let listed = code
+        .sites
+        .iter()
+        .flat_map(|s| s.alternatives.iter().chain(&s.same_save))
+        .filter(|a| !a.last_resort);
+    for other in listed {
+        evidence.excerpts.extend(
+            other
+                .inside
+                .iter()
+                .filter(|(_, d)| *d <= 1)
+                .map(|(t, _)| t.clone()),
+        );
+    }
     evidence
 }
 
@@ -540,17 +557,18 @@ fn site_view(site: &crate::locate::Site, excerpt_cap: usize) -> SiteView {
         slow: site.slow.iter().map(slow_view).collect(),
         more_slow: site.more_slow,
         unseen: site.unseen.iter().map(|u| clean(u, 600, false)).collect(),
-        alternatives: site
-            .alternatives
-            .iter()
-            .map(|a| AlternativeView {
-                method: clean(&a.method, 300, false),
-                path: clean(&a.path, 512, false),
-                line: a.line,
-                slow: a.slow.iter().map(slow_view).collect(),
-                more_slow: a.more_slow,
-            })
-            .collect(),
+        alternatives: site.alternatives.iter().map(alternative_view).collect(),
+        same_save: site.same_save.iter().map(alternative_view).collect(),
+    }
+}
+
+fn alternative_view(other: &crate::locate::Alternative) -> AlternativeView {
+    AlternativeView {
+        method: clean(&other.method, 300, false),
+        path: clean(&other.path, 512, false),
+        line: other.line,
+        slow: other.slow.iter().map(slow_view).collect(),
+        more_slow: other.more_slow,
     }
 }
 

@@ -1180,3 +1180,53 @@ fn every_subclass_version_of_the_called_method_is_listed_under_one_lead() {
         "the other transaction is not pushed out: {leads}"
     );
 }
+
+#[test]
+fn a_saves_callbacks_are_one_lead_so_the_destroys_transaction_is_shown_too() {
+    // danbooru's expunge (`b27f98dc`): the post is updated, then destroyed.
+    // Its three save callbacks run in one transaction; shown as three leads
+    // they hid the destroy's, whose `after_destroy :delete_files` was fixed.
+    let app = App::new(
+        "one-save",
+        &[
+            (
+                "app/controllers/posts_controller.rb",
+                "class PostsController < ApplicationController\n  def expunge\n    @post = Post.find(params[:id])\n    @post.expunge!\n  end\nend\n",
+            ),
+            (
+                "app/models/post.rb",
+                "class Post < ApplicationRecord\n  after_save :queue_backup\n  after_save :notify_followers\n  after_save :sync_mirror\n  after_destroy :delete_files\n\n  def expunge!\n    update!(is_deleted: true)\n    destroy\n  end\n\n  def queue_backup\n    BackupJob.perform_later(id)\n  end\n\n  def notify_followers\n    PostMailer.changed(self).deliver_now\n  end\n\n  def sync_mirror\n    Faraday.post(\"https://mirror.example/posts\", id: id)\n  end\n\n  def delete_files\n    Net::SFTP.start(\"files.example\", \"post\") { |sftp| sftp.remove!(file_path) }\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("posts#expunge", &["posts"]);
+    let leads = sites(&prompt);
+    assert!(
+        leads.contains("The same save runs these callbacks too, inside the same transaction"),
+        "{leads}"
+    );
+    let save_leads = (2..=4)
+        .filter(|line| leads.contains(&format!("### `app/models/post.rb` line {line}\n")))
+        .count();
+    assert_eq!(save_leads, 1, "the save is one lead: {leads}");
+    for callback in ["queue_backup", "notify_followers", "sync_mirror"] {
+        assert!(
+            leads.contains(&format!("→ Post after_save :{callback}."))
+                || leads.contains(&format!(
+                    "- `Post after_save :{callback}` (app/models/post.rb"
+                )),
+            "each save callback, as the lead or under it: {leads}"
+        );
+    }
+    assert!(
+        leads.contains("### `app/models/post.rb` line 5"),
+        "the destroy's callback is a lead: {leads}"
+    );
+    for call in [
+        "a mail delivery: `PostMailer.changed(self).deliver_now` (app/models/post.rb line 17)",
+        "a job enqueue: `BackupJob.perform_later(id)` (app/models/post.rb line 13)",
+        "an HTTP call: `Faraday.post(\"https://mirror.example/posts\", id: id)` (app/models/post.rb line 21)",
+    ] {
+        assert!(leads.contains(call), "every slow call of the save is listed: {leads}");
+    }
+}

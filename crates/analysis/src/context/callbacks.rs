@@ -11,7 +11,7 @@ use crate::controllers::{constant_files, enclosing_modules, included};
 use crate::{block_from, code_lines, find_def};
 
 /// Declarations whose methods run inside the save's transaction.
-const IN_TRANSACTION: [&str; 17] = [
+pub(super) const IN_TRANSACTION: [&str; 17] = [
     "validate",
     "validates_with",
     "before_validation",

@@ -10,6 +10,7 @@
 //! its distance from the boundary.
 
 mod boundary;
+mod one_save;
 mod overrides;
 mod slow;
 mod walk;
@@ -17,6 +18,7 @@ mod walk;
 use super::callbacks::{callbacks_of, Callback, SaveKind};
 use super::{ClassIndex, ModelRef};
 use crate::Candidate;
+pub use one_save::fold_one_save;
 pub use overrides::{fold_overrides, Alternative};
 use serde::Serialize;
 use walk::{Frame, Walker};
@@ -83,6 +85,10 @@ pub struct Site {
     /// runs instead, by the record's class (see [`fold_overrides`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<Alternative>,
+    /// The other callbacks of the same save of the same model, run in this
+    /// transaction too (see [`fold_one_save`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub same_save: Vec<Alternative>,
 }
 
 /// A line of code in the checkout.
@@ -236,11 +242,16 @@ impl Draft {
                 });
             }
             for (i, _, what, _) in slow::slow_lines(&piece.text) {
-                let line = piece.line + i;
+                // `.perform_async(id)` continues the line above it
+                // (`Worker`): the call is listed from where its statement
+                // starts, so it says what it calls.
+                let start = statement_start(&lines, i);
+                let line = piece.line + start;
                 if listed_at(&calls, &piece.path, line) {
                     continue;
                 }
-                let code: String = lines[i].trim().chars().take(120).collect();
+                let statement: Vec<&str> = lines[start..=i].iter().map(|l| l.trim()).collect();
+                let code: String = statement.concat().chars().take(120).collect();
                 calls.push(SlowCall {
                     what: what.to_owned(),
                     code: if piece.described { String::new() } else { code },
@@ -360,6 +371,7 @@ impl Draft {
             opens: self.opens.map(|(path, line)| SiteLine { path, line }),
             lone_statement: self.lone_statement,
             alternatives: Vec::new(),
+            same_save: Vec::new(),
         })
     }
 }
@@ -510,6 +522,27 @@ impl Site {
     }
 }
 
+/// Where the statement at line `i` of `lines` starts: the line above when
+/// line `i` opens with `.` and the line above is a bare receiver
+/// (`PublishingApiDocumentRepublishingWorker`), else line `i` itself. A
+/// longer chain keeps its slow line alone, so the listed code still shows
+/// the slow call.
+fn statement_start(lines: &[&str], i: usize) -> usize {
+    let bare_receiver = |line: &str| {
+        let line = line.trim();
+        !line.is_empty()
+            && !line.starts_with('.')
+            && line
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | ':' | '@' | '.'))
+    };
+    if i > 0 && lines[i].trim_start().starts_with('.') && bare_receiver(lines[i - 1]) {
+        i - 1
+    } else {
+        i
+    }
+}
+
 /// Whether `calls` already lists a slow call at `path` line `line`.
 fn listed_at(calls: &[SlowCall], path: &str, line: usize) -> bool {
     calls.iter().any(|c| c.path == path && c.line == line)
@@ -554,4 +587,54 @@ pub(super) fn callback_kind(callback: &Callback) -> String {
 pub(super) fn transition_machine(callback: &Callback) -> Option<usize> {
     let (line, text) = callback.context.as_ref()?;
     (callback.label.contains(" state_machine ") && text.contains("state_machine")).then_some(*line)
+}
+
+/// A site at line 3 of `path` reached by `steps`, nothing slow in it.
+#[cfg(test)]
+fn test_site(path: &str, steps: &[&str]) -> Site {
+    Site {
+        path: path.into(),
+        line: 3,
+        route: steps.join(" → "),
+        why: String::new(),
+        excerpt: String::new(),
+        score: 10,
+        covers: Vec::new(),
+        inside: Vec::new(),
+        shapes: Vec::new(),
+        slow: Vec::new(),
+        more_slow: 0,
+        unseen: Vec::new(),
+        last_resort: false,
+        opens: None,
+        lone_statement: false,
+        steps: steps.iter().map(|s| s.to_string()).collect(),
+        alternatives: Vec::new(),
+        same_save: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::statement_start;
+
+    #[test]
+    fn a_call_continued_from_a_bare_receiver_starts_on_the_receivers_line() {
+        let lines = [
+            "if chart_changed?",
+            "  PublishingApiDocumentRepublishingWorker",
+            "    .perform_async(about_us.document_id)",
+            "  scope.where(a: 1)",
+            "    .update_all(b: 2)",
+            "  Foo",
+            "  .bar",
+            "    .deliver_later",
+        ];
+        assert_eq!(statement_start(&lines, 2), 1);
+        // A receiver with arguments of its own keeps the slow line alone.
+        assert_eq!(statement_start(&lines, 4), 4);
+        // One line up only: `.bar` is no bare receiver.
+        assert_eq!(statement_start(&lines, 7), 7);
+        assert_eq!(statement_start(&lines, 0), 0);
+    }
 }

@@ -21,10 +21,35 @@ pub struct Alternative {
     pub method: String,
     pub path: String,
     pub line: usize,
-    /// Its first slow calls: the line says what each version holds.
+    /// Its slow calls: for a version, the first few (a line says what it
+    /// holds); for a callback of the same save, all the site listed.
     pub slow: Vec<SlowCall>,
     /// Slow calls it holds beyond those.
     pub more_slow: usize,
+    /// Its code inside the transaction, as [`Site::inside`]: evidence for
+    /// the patterns as much as when it was a lead of its own.
+    #[serde(skip)]
+    pub inside: Vec<(String, u32)>,
+    /// It was a lead of last resort, no evidence for choosing a pattern.
+    #[serde(skip)]
+    pub last_resort: bool,
+}
+
+impl Alternative {
+    /// `site`, listed under another lead as `method` with its first
+    /// `listed` slow calls.
+    pub(super) fn of(site: Site, method: String, listed: usize) -> Alternative {
+        let more_slow = site.slow.len().saturating_sub(listed);
+        Alternative {
+            method,
+            path: site.path,
+            line: site.line,
+            slow: site.slow.into_iter().take(listed).collect(),
+            more_slow: more_slow + site.more_slow,
+            inside: site.inside,
+            last_resort: site.last_resort,
+        }
+    }
 }
 
 /// Slow calls named per alternative; its own file shows the rest.
@@ -47,14 +72,8 @@ fn fold_by(ancestors: &dyn Fn(&str) -> Vec<String>, sites: Vec<Site>) -> Vec<Sit
             .find_map(|k| sibling_step(ancestors, k, &site).map(|step| (k, step)));
         match lead {
             Some((lead, method)) if lead.alternatives.len() < MAX_ALTERNATIVES => {
-                let more_slow = site.slow.len().saturating_sub(SLOW_PER_ALTERNATIVE);
-                lead.alternatives.push(Alternative {
-                    method,
-                    path: site.path,
-                    line: site.line,
-                    slow: site.slow.into_iter().take(SLOW_PER_ALTERNATIVE).collect(),
-                    more_slow: more_slow + site.more_slow,
-                });
+                lead.alternatives
+                    .push(Alternative::of(site, method, SLOW_PER_ALTERNATIVE));
             }
             // A twelfth sibling is dropped from the prompt: its lead says
             // the class decides, and the agent reads the rest itself.
@@ -139,27 +158,7 @@ fn one_hierarchy(ancestors: &dyn Fn(&str) -> Vec<String>, a: &str, b: &str) -> b
 mod tests {
     use super::*;
 
-    fn site(path: &str, steps: &[&str]) -> Site {
-        Site {
-            path: path.into(),
-            line: 3,
-            route: steps.join(" → "),
-            why: "opens a transaction".into(),
-            excerpt: String::new(),
-            score: 10,
-            covers: Vec::new(),
-            inside: Vec::new(),
-            shapes: Vec::new(),
-            slow: Vec::new(),
-            more_slow: 0,
-            unseen: Vec::new(),
-            last_resort: false,
-            opens: None,
-            lone_statement: false,
-            steps: steps.iter().map(|s| s.to_string()).collect(),
-            alternatives: Vec::new(),
-        }
-    }
+    use super::super::test_site as site;
 
     #[test]
     fn only_one_hierarchys_versions_of_a_method_fold_into_one_lead() {
