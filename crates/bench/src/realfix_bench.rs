@@ -3,7 +3,8 @@
 //! For each fix, longtx runs on the fix's parent commit, as it would have
 //! the day the transaction was long, and the bench reports:
 //! - the fixed site at top-1 and in the top 3 (a candidate whose excerpt,
-//!   in the same file, spans the fixed line);
+//!   in the same file, spans the fixed line; in the top 3, also a version
+//!   or a callback listed by its line under one of the first three leads);
 //! - the top pattern against the one the fix matches (fixes labelled
 //!   `none` are left out of this figure);
 //! - whether the fixed file is named anywhere in the rendered prompt;

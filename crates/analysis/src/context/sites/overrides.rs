@@ -13,11 +13,13 @@
 use super::{ClassIndex, Site, SlowCall};
 use serde::Serialize;
 
-/// Another class's version of a lead's method, which the same call runs
-/// instead when the record is of that class.
+/// A site listed under a lead rather than shown as one: another class's
+/// version of the lead's method, which the same call runs instead when the
+/// record is of that class, or another callback of the lead's save.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Alternative {
-    /// `Repository::Subversion#fetch_changesets`.
+    /// `Repository::Subversion#fetch_changesets`, or for a callback of the
+    /// same save its label (`Post after_save :notify`).
     pub method: String,
     pub path: String,
     pub line: usize,
