@@ -33,7 +33,8 @@ pub fn fold_one_save(sites: Vec<Site>) -> Vec<Site> {
                 let listed = site.slow.len();
                 lead.same_save.push(Alternative::of(site, label, listed));
             }
-            // Past the cap, the lead's note says the save runs more.
+            // Past the cap a callback is left out of the prompt (the scan
+            // still reports it); twelve listed already say the save is busy.
             Some(_) => {}
             None => kept.push(site),
         }
