@@ -109,6 +109,32 @@ pub fn code_context(
     tables: &[String],
     candidates: &[Candidate],
 ) -> CodeContext {
+    context(repo, query_source, tables, candidates, false)
+}
+
+/// [`code_context`] as a prompt shows it: a site that is another class's
+/// version of a better-ranked site's method (an STI subclass's override the
+/// same call runs instead), or another callback of the same save, is listed
+/// under that site, not as a lead of its own. The scan keeps each as a
+/// finding: each is a line to change.
+pub fn lead_context(
+    repo: &Path,
+    query_source: &str,
+    tables: &[String],
+    candidates: &[Candidate],
+) -> CodeContext {
+    context(repo, query_source, tables, candidates, true)
+}
+
+/// Both, from one class index: a checkout without git is indexed afresh
+/// on every call, so the folds must not ask for it a second time.
+fn context(
+    repo: &Path,
+    query_source: &str,
+    tables: &[String],
+    candidates: &[Candidate],
+    as_leads: bool,
+) -> CodeContext {
     let index = ClassIndex::of(repo);
     let models: Vec<ModelRef> = tables
         .iter()
@@ -141,8 +167,11 @@ pub fn code_context(
         .then(|| query_source.rsplit_once('#'))
         .flatten()
         .and_then(|(controller, _)| controller.rsplit('/').next());
-    let sites =
+    let mut sites =
         sites::transaction_sites(&index, &models, candidates.first(), save, destroyed_table);
+    if as_leads {
+        sites = sites::fold_one_save(sites::fold_overrides(&index, sites));
+    }
     CodeContext {
         models,
         calls,
@@ -150,23 +179,6 @@ pub fn code_context(
         sites,
         second_level,
     }
-}
-
-/// [`code_context`] as a prompt shows it: a site that is another class's
-/// version of a better-ranked site's method (an STI subclass's override the
-/// same call runs instead), or another callback of the same save, is listed
-/// under that site, not as a lead of its own. The scan keeps each as a
-/// finding: each is a line to change.
-pub fn lead_context(
-    repo: &Path,
-    query_source: &str,
-    tables: &[String],
-    candidates: &[Candidate],
-) -> CodeContext {
-    let mut context = code_context(repo, query_source, tables, candidates);
-    let sites = std::mem::take(&mut context.sites);
-    context.sites = sites::fold_one_save(sites::fold_overrides(&ClassIndex::of(repo), sites));
-    context
 }
 
 /// A model's callbacks as listed: the likeliest to hold the table first

@@ -117,7 +117,11 @@ pub fn print_sites(sites: &[longtx_prompt::locate::Site]) {
     for site in sites {
         println!(
             "    {} {}:{} {}\n      {}",
-            site.score, site.path, site.line, site.route, site.why
+            site.score,
+            site.path,
+            site.line,
+            site.route(),
+            site.why
         );
     }
 }

@@ -447,9 +447,9 @@ fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evi
         alert: format!("{} {}", job.query_source, job.tables.join(" ")),
         ..Evidence::default()
     };
-    // A site's code at most one call from its boundary, or deeper.
-    let at = |site: &crate::locate::Site, near: bool| -> Vec<String> {
-        site.inside
+    // Code inside a transaction at most one call from its boundary, or deeper.
+    let at = |inside: &[(String, u32)], near: bool| -> Vec<String> {
+        inside
             .iter()
             .filter(|(_, d)| (*d <= 1) == near)
             .map(|(t, _)| t.clone())
@@ -459,16 +459,16 @@ fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evi
     // reached from the entry: it says nothing of which pattern fits.
     let mut reached = code.sites.iter().filter(|s| !s.last_resort);
     if let Some(site) = reached.next() {
-        evidence.inside = at(site, true);
+        evidence.inside = at(&site.inside, true);
         // Deeper inside the transaction: still run while it is held, so as
         // likely as the located method's own calls (an HTTP request three
         // calls down a lock helper holds the lock all the same).
-        evidence.excerpts.extend(at(site, false));
+        evidence.excerpts.extend(at(&site.inside, false));
         evidence.shapes.clone_from(&site.shapes);
     }
     // The runner-up sites: as likely as the located method's own calls.
     for site in reached {
-        evidence.excerpts.extend(at(site, true));
+        evidence.excerpts.extend(at(&site.inside, true));
     }
     // So are those listed under a lead, as they were when leads themselves.
     let listed = code
@@ -477,13 +477,7 @@ fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evi
         .flat_map(|s| s.alternatives.iter().chain(&s.same_save))
         .filter(|a| !a.last_resort);
     for other in listed {
-        evidence.excerpts.extend(
-            other
-                .inside
-                .iter()
-                .filter(|(_, d)| *d <= 1)
-                .map(|(t, _)| t.clone()),
-        );
+        evidence.excerpts.extend(at(&other.inside, true));
     }
     evidence
 }
@@ -550,7 +544,7 @@ fn site_view(site: &crate::locate::Site, excerpt_cap: usize) -> SiteView {
     SiteView {
         path: clean(&site.path, 512, false),
         line: site.line,
-        route: clean(&site.route, 1000, false),
+        route: clean(&site.route(), 1000, false),
         why: clean(&site.why, 1000, false),
         fence: "`".repeat(longest_backtick_run(&excerpt).max(2) + 1),
         excerpt,

@@ -38,8 +38,9 @@ const LEAD_EXCERPT_LINES: usize = 12;
 pub struct Site {
     pub path: String,
     pub line: usize,
-    /// `OrdersController#create → Checkout#call → Order after_save :notify`.
-    pub route: String,
+    /// The route from the entry, a step each: `OrdersController#create`,
+    /// `Checkout#call`, `Order after_save :notify` ([`Site::route`] joins them).
+    pub steps: Vec<String>,
     pub why: String,
     /// The boundary, and the callback's method when it lives elsewhere.
     pub excerpt: String,
@@ -78,9 +79,6 @@ pub struct Site {
     /// runs inside it, not what its arguments call first.
     #[serde(skip)]
     pub lone_statement: bool,
-    /// The route's steps, as [`Site::route`] joins them.
-    #[serde(skip)]
-    pub steps: Vec<String>,
     /// Other classes' versions of this site's method that the same call
     /// runs instead, by the record's class (see [`fold_overrides`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -356,7 +354,6 @@ impl Draft {
         Some(Site {
             path: self.path,
             line: self.line,
-            route: self.route.join(" → "),
             steps: self.route,
             why,
             excerpt,
@@ -489,6 +486,11 @@ pub(super) fn transaction_sites(
 }
 
 impl Site {
+    /// `OrdersController#create → Checkout#call → Order after_save :notify`.
+    pub fn route(&self) -> String {
+        self.steps.join(" → ")
+    }
+
     /// Takes in the slow work of another site held at the same line.
     fn absorb(&mut self, other: Site) {
         let before = self.slow.len() + self.more_slow;
@@ -595,7 +597,6 @@ fn test_site(path: &str, steps: &[&str]) -> Site {
     Site {
         path: path.into(),
         line: 3,
-        route: steps.join(" → "),
         why: String::new(),
         excerpt: String::new(),
         score: 10,
