@@ -170,7 +170,8 @@ fn context(
     let mut sites =
         sites::transaction_sites(&index, &models, candidates.first(), save, destroyed_table);
     if as_leads {
-        sites = sites::fold_one_save(sites::fold_overrides(&index, sites));
+        let versions = sites::fold_overrides(&index, sites);
+        sites = sites::fold_one_save(sites::fold_saves_inside(versions));
     }
     CodeContext {
         models,
@@ -294,8 +295,21 @@ fn on_named_model(
 }
 
 /// `receiver.method`: calls on instance variables and on locals or
-/// parameters (lower-case names; `self` and constants are not receivers).
+/// parameters (lower-case names; `self` and constants are not receivers),
+/// each method once, with the first receiver it is called on.
 fn receiver_calls(code: &str) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = Vec::new();
+    for (receiver, method) in receiver_calls_each(code) {
+        if !found.iter().any(|(_, m)| *m == method) {
+            found.push((receiver, method));
+        }
+    }
+    found
+}
+
+/// Every distinct receiver and method: `order.finalize!` then
+/// `invoice.finalize!` are two calls, and may run two classes' methods.
+fn receiver_calls_each(code: &str) -> Vec<(String, String)> {
     let mut found: Vec<(String, String)> = Vec::new();
     for (at, _) in code.match_indices('.') {
         // `profile&.activate` is a call on `profile` as well.
@@ -305,8 +319,9 @@ fn receiver_calls(code: &str) -> Vec<(String, String)> {
         let variable = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
             && name != "self"
             && name.len() > 1;
-        if variable && method.len() >= 4 && !found.iter().any(|(_, m)| *m == method) {
-            found.push((receiver, method));
+        let call = (receiver, method);
+        if variable && call.1.len() >= 4 && !found.contains(&call) {
+            found.push(call);
         }
     }
     found

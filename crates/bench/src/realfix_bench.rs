@@ -132,7 +132,8 @@ fn site_shows(site: &longtx_prompt::locate::Site) -> Shown {
 /// lead's rank), never as the first.
 fn lead_shows(site: &longtx_prompt::locate::Site) -> Shown {
     let mut shown = site_shows(site);
-    for other in site.alternatives.iter().chain(&site.same_save) {
+    let listed = site.alternatives.iter().chain(&site.same_save);
+    for other in listed.chain(&site.saves_inside) {
         shown.push((other.path.clone(), other.line, other.line));
         shown.extend(other.slow.iter().map(|c| (c.path.clone(), c.line, c.line)));
     }
@@ -232,6 +233,7 @@ fn measure(
                     s.alternatives
                         .iter()
                         .chain(&s.same_save)
+                        .chain(&s.saves_inside)
                         .flat_map(|a| &a.slow),
                 )
                 .map(|c| format!("{}:{}", c.path, c.line))

@@ -142,6 +142,8 @@ struct SiteView {
     alternatives: Vec<AlternativeView>,
     /// The other callbacks of the same save, run in its transaction too.
     same_save: Vec<AlternativeView>,
+    /// Callbacks of saves made inside it, run in its transaction.
+    saves_inside: Vec<AlternativeView>,
 }
 
 #[derive(Serialize)]
@@ -474,7 +476,12 @@ fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evi
     let listed = code
         .sites
         .iter()
-        .flat_map(|s| s.alternatives.iter().chain(&s.same_save))
+        .flat_map(|s| {
+            s.alternatives
+                .iter()
+                .chain(&s.same_save)
+                .chain(&s.saves_inside)
+        })
         .filter(|a| !a.last_resort);
     for other in listed {
         evidence.excerpts.extend(at(&other.inside, true));
@@ -553,6 +560,7 @@ fn site_view(site: &crate::locate::Site, excerpt_cap: usize) -> SiteView {
         unseen: site.unseen.iter().map(|u| clean(u, 600, false)).collect(),
         alternatives: site.alternatives.iter().map(alternative_view).collect(),
         same_save: site.same_save.iter().map(alternative_view).collect(),
+        saves_inside: site.saves_inside.iter().map(alternative_view).collect(),
     }
 }
 

@@ -1230,3 +1230,83 @@ fn a_saves_callbacks_are_one_lead_so_the_destroys_transaction_is_shown_too() {
         assert!(leads.contains(call), "every slow call of the save is listed: {leads}");
     }
 }
+
+#[test]
+fn one_method_name_called_on_two_records_follows_both_classes() {
+    // `order.finalize!` then `invoice.finalize!`: the same name, two
+    // classes, two transactions. The second was once taken for the first.
+    let app = App::new(
+        "two-receivers",
+        &[
+            (
+                "app/controllers/checkouts_controller.rb",
+                "class CheckoutsController < ApplicationController\n  def complete\n    order = Order.find(params[:id])\n    invoice = order.invoice\n    order.finalize!\n    invoice.finalize!\n  end\nend\n",
+            ),
+            (
+                "app/models/order.rb",
+                "class Order < ApplicationRecord\n  def finalize!\n    transaction do\n      update!(state: 'complete')\n      OrderMailer.confirmation(self).deliver_now\n    end\n  end\nend\n",
+            ),
+            (
+                "app/models/invoice.rb",
+                "class Invoice < ApplicationRecord\n  def finalize!\n    with_lock do\n      Faraday.post(\"https://billing.example/invoices\", id: id)\n      update!(state: 'sent')\n    end\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("checkouts#complete", &["orders"]);
+    let leads = sites(&prompt);
+    assert!(
+        leads.contains("### `app/models/order.rb` line 3"),
+        "{leads}"
+    );
+    assert!(
+        leads.contains("### `app/models/invoice.rb` line 3"),
+        "the invoice's own transaction: {leads}"
+    );
+}
+
+#[test]
+fn a_callback_of_a_record_saved_inside_a_lock_is_listed_under_the_lock_that_holds_its_call() {
+    // spree's refunds (`d30512b6`): the controller builds a refund through
+    // the payment's association and saves it inside `with_lock`; the
+    // refund's `after_create` credits the gateway, so the order's row lock
+    // is held across the call. The lock is the lead, holding that call.
+    let app = App::new(
+        "saved-inside",
+        &[
+            (
+                "app/controllers/refunds_controller.rb",
+                "class RefundsController < ApplicationController\n  def create\n    order = Order.find(params[:order_id])\n    order.with_lock do\n      payment = order.payments.find(params[:payment_id])\n      @resource = payment.refunds.build(amount: params[:amount])\n      @resource.save\n    end\n  end\nend\n",
+            ),
+            ("app/models/order.rb", "class Order < ApplicationRecord\n  has_many :payments\nend\n"),
+            ("app/models/payment.rb", "class Payment < ApplicationRecord\n  has_many :refunds\nend\n"),
+            (
+                "app/models/refund.rb",
+                "class Refund < ApplicationRecord\n  belongs_to :payment\n  after_create :perform!\n\n  def perform!\n    response = credit\n    update_columns(transaction_id: response)\n  end\n\n  def credit\n    Stripe::Refund.create(amount: amount, payment_intent: payment.intent_id)\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("refunds#create", &["orders"]);
+    let leads = sites(&prompt);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/controllers/refunds_controller.rb` line 4",
+        "{leads}"
+    );
+    let lock = &leads[..leads
+        .find("\n### `app/models/refund.rb")
+        .unwrap_or(leads.len())];
+    assert!(
+        lock.contains("`Stripe::Refund.create(amount: amount, payment_intent: payment.intent_id)` (app/models/refund.rb line 11)"),
+        "the lock holds the gateway call: {lock}"
+    );
+    assert!(
+        lock.contains("Saves made inside it run these callbacks in its transaction")
+            && lock.contains("- `Refund after_create :perform!` (app/models/refund.rb line 3): "),
+        "the refund's callback is listed under the lock: {lock}"
+    );
+    assert!(
+        !leads.contains("### `app/models/refund.rb` line 3"),
+        "and is no lead of its own: {leads}"
+    );
+    assert_eq!(top_pattern(&prompt), "external-http-call-in-transaction");
+}

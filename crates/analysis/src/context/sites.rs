@@ -12,6 +12,7 @@
 mod boundary;
 mod one_save;
 mod overrides;
+mod saves_inside;
 mod slow;
 mod walk;
 
@@ -20,6 +21,7 @@ use super::{ClassIndex, ModelRef};
 use crate::Candidate;
 pub use one_save::fold_one_save;
 pub use overrides::{fold_overrides, Alternative};
+pub use saves_inside::fold_saves_inside;
 use serde::Serialize;
 use walk::{Frame, Walker};
 
@@ -87,6 +89,15 @@ pub struct Site {
     /// transaction too (see [`fold_one_save`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub same_save: Vec<Alternative>,
+    /// For a callback site: the site whose transaction the callback's save
+    /// was made in (spree's refund saved inside `with_order_lock`), which
+    /// holds its slow work too.
+    #[serde(skip)]
+    pub within: Option<SiteLine>,
+    /// Callbacks of saves made inside this site, run in its transaction
+    /// (see [`fold_saves_inside`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub saves_inside: Vec<Alternative>,
 }
 
 /// A line of code in the checkout.
@@ -369,6 +380,8 @@ impl Draft {
             lone_statement: self.lone_statement,
             alternatives: Vec::new(),
             same_save: Vec::new(),
+            within: None,
+            saves_inside: Vec::new(),
         })
     }
 }
@@ -386,6 +399,7 @@ pub(super) fn transaction_sites(
     if let Some(frame) = entry.and_then(Frame::entry) {
         walker.walk(frame);
     }
+    walker.read_callbacks_inside();
     let located: String = walker.reached.join("\n");
     // The alerted tables' models, then the models the job saves (their
     // callbacks run in the same transaction and may touch the table).
@@ -458,10 +472,27 @@ pub(super) fn transaction_sites(
         };
         walker.callback_site(&entry_label, &machine, &hook.callback, hook.agrees, false);
     }
+    let places: Vec<SiteLine> = walker
+        .drafts
+        .iter()
+        .map(|d| SiteLine {
+            path: d.path.clone(),
+            line: d.line,
+        })
+        .collect();
+    let within = std::mem::take(&mut walker.within);
     let mut sites: Vec<Site> = walker
         .drafts
         .into_iter()
-        .filter_map(Draft::into_site)
+        .enumerate()
+        .filter_map(|(at, draft)| {
+            let mut site = draft.into_site()?;
+            site.within = within
+                .iter()
+                .find(|(callback, _)| *callback == at)
+                .map(|(_, outer)| places[*outer].clone());
+            Some(site)
+        })
         .collect();
     sites.sort_by(|a, b| {
         b.score
@@ -612,6 +643,8 @@ fn test_site(path: &str, steps: &[&str]) -> Site {
         steps: steps.iter().map(|s| s.to_string()).collect(),
         alternatives: Vec::new(),
         same_save: Vec::new(),
+        within: None,
+        saves_inside: Vec::new(),
     }
 }
 

@@ -8,7 +8,8 @@ use super::boundary::{opener, reach, Opener};
 use super::{callback_kind, Draft, Piece};
 use crate::context::callbacks::{callbacks_of, Callback, SaveKind};
 use crate::context::{
-    camelize, constant_calls, is_model_path, receiver_calls, words, ClassIndex, ModelRef,
+    camelize, constant_calls, is_model_path, receiver_calls, receiver_calls_each, words,
+    ClassIndex, ModelRef,
 };
 use crate::controllers::included;
 use crate::{
@@ -20,6 +21,7 @@ use std::collections::HashSet;
 mod cascade;
 mod clients;
 mod elsewhere;
+mod inside;
 pub(super) mod text;
 
 pub(super) use cascade::is_cascade;
@@ -48,6 +50,10 @@ const FRAMEWORK_OBJECTS: [&str; 9] = [
 const MAX_DEPTH: usize = 4;
 /// Methods read per job, whatever the depth.
 const MAX_FRAMES: usize = 160;
+/// Methods read per job in callbacks of saves made inside a site: a
+/// budget of their own, so that reading them leaves the callbacks' own
+/// sites as much as they had.
+const MAX_FRAMES_INSIDE: usize = 80;
 /// A polymorphic receiver's method defined by more classes than this is
 /// too common a name to say which ran: left to the agent, and said so.
 const MAX_POLYMORPHIC: usize = 4;
@@ -356,10 +362,22 @@ pub(in crate::context) struct Walker<'a> {
     saves: Vec<(String, Vec<String>)>,
     seen: HashSet<(Option<usize>, String, usize)>,
     frames: usize,
+    /// Methods read in callbacks of saves made inside a site, and whether
+    /// one is being read.
+    frames_inside: usize,
+    inside_save: bool,
     /// The model whose callback is being read, if one is.
     in_callback: Option<String>,
     /// Destroys of a model's records reached outside any site.
     destroys: Vec<cascade::DestroyCall>,
+    /// Callbacks run by a save inside a site that is no callback, to be
+    /// read there once the walk from the entry is done.
+    callbacks_inside: Vec<inside::CallbackInside>,
+    /// Those read: (class, callback, site).
+    saved_inside: Vec<(String, String, usize)>,
+    /// Callback sites whose save was made inside another site:
+    /// (callback site, that site).
+    pub within: Vec<(usize, usize)>,
 }
 
 impl<'a> Walker<'a> {
@@ -372,18 +390,27 @@ impl<'a> Walker<'a> {
             saves: Vec::new(),
             seen: HashSet::new(),
             frames: 0,
+            frames_inside: 0,
+            inside_save: false,
             in_callback: None,
             destroys: Vec::new(),
+            callbacks_inside: Vec::new(),
+            saved_inside: Vec::new(),
+            within: Vec::new(),
         }
     }
 
     pub fn walk(&mut self, frame: Frame) {
         let site = frame.inside.map(|(s, _)| s);
-        if self.frames >= MAX_FRAMES {
+        let (frames, limit) = match self.inside_save {
+            true => (&mut self.frames_inside, MAX_FRAMES_INSIDE),
+            false => (&mut self.frames, MAX_FRAMES),
+        };
+        if *frames >= limit {
             if let Some(s) = site {
                 self.note(
                     s,
-                    format!("the walk read its limit of {MAX_FRAMES} methods before `{}` ({} line {}); nothing past it was read", frame.label, frame.path, frame.start),
+                    format!("the walk read its limit of {limit} methods before `{}` ({} line {}); nothing past it was read", frame.label, frame.path, frame.start),
                 );
             }
             return;
@@ -391,7 +418,7 @@ impl<'a> Walker<'a> {
         if !self.seen.insert((site, frame.path.clone(), frame.start)) {
             return;
         }
-        self.frames += 1;
+        *frames += 1;
         let lines: Vec<&str> = frame.body.lines().collect();
         if lines.is_empty() {
             return;
@@ -842,6 +869,13 @@ impl<'a> Walker<'a> {
             lone_statement: false,
         });
         let site = self.drafts.len() - 1;
+        let read_inside = self
+            .saved_inside
+            .iter()
+            .find(|(c, l, _)| *c == model.class && *l == callback.label);
+        if let Some((.., outer)) = read_inside {
+            self.within.push((site, *outer));
+        }
         // A named method the repository does not define is a gem's (an
         // uploader's `remove_file!`): said, so the agent reads it.
         if callback.method.is_none() {
@@ -962,6 +996,16 @@ impl<'a> Walker<'a> {
                         line,
                         described: false,
                     });
+                    if let Some(method) = &callback.method {
+                        self.callbacks_inside.push(inside::CallbackInside {
+                            route: frame.route.clone(),
+                            depth: frame.depth,
+                            model: model.class.clone(),
+                            label: callback.label.clone(),
+                            method: method.clone(),
+                            at: (s, d),
+                        });
+                    }
                 }
             }
         }
@@ -973,7 +1017,7 @@ impl<'a> Walker<'a> {
     /// transition, so its save callbacks and the machine's hooks run.
     fn transitioned(&self, frame: &Frame, text: &str) -> Vec<ModelRef> {
         let mut found: Vec<ModelRef> = Vec::new();
-        for (receiver, method) in receiver_calls(text) {
+        for (receiver, method) in receiver_calls_each(text) {
             let event = method.trim_end_matches('!');
             if !self.index.events.contains(event) {
                 continue;
@@ -1012,7 +1056,9 @@ impl<'a> Walker<'a> {
     /// The model a receiver is named after: `@order`, `current_journal`
     /// (its last words), `Spree::Order`; `self` in a model's own method.
     fn model_named(&self, frame: &Frame, receiver: &str) -> Option<ModelRef> {
-        self.model_of_class(&self.class_named(frame, receiver)?)
+        self.class_named(frame, receiver)
+            .and_then(|class| self.model_of_class(&class))
+            .or_else(|| self.built_through_association(frame, receiver))
     }
 
     /// `class` as a model, when its file is one.
@@ -1286,7 +1332,7 @@ impl<'a> Walker<'a> {
                 }
             }
         }
-        for (receiver, method) in receiver_calls(text) {
+        for (receiver, method) in receiver_calls_each(text) {
             let (defs, guessed) = self.on_receiver(frame, &receiver, &method, inside.is_some());
             for (class, def) in defs {
                 let mut child = self.child(frame, format!("{class}#{method}"), def, inside);
