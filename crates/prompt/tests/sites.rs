@@ -1310,3 +1310,41 @@ fn a_callback_of_a_record_saved_inside_a_lock_is_listed_under_the_lock_that_hold
     );
     assert_eq!(top_pattern(&prompt), "external-http-call-in-transaction");
 }
+
+#[test]
+fn a_record_saved_by_a_callback_inside_a_lock_runs_its_own_callbacks_in_that_lock_too() {
+    // The subscription saved inside the account's lock opens an invoice
+    // from its `after_create`; the invoice's own `after_create` posts it
+    // to the billing service. All of it runs before the lock is released.
+    let app = App::new(
+        "saved-inside-twice",
+        &[
+            (
+                "app/controllers/subscriptions_controller.rb",
+                "class SubscriptionsController < ApplicationController\n  def create\n    account = Account.find(params[:account_id])\n    account.with_lock do\n      @subscription = account.subscriptions.build(plan: params[:plan])\n      @subscription.save!\n    end\n  end\nend\n",
+            ),
+            ("app/models/account.rb", "class Account < ApplicationRecord\n  has_many :subscriptions\nend\n"),
+            (
+                "app/models/subscription.rb",
+                "class Subscription < ApplicationRecord\n  after_create :open_invoice\n\n  def open_invoice\n    invoice = Invoice.new(subscription: self)\n    invoice.save!\n  end\nend\n",
+            ),
+            (
+                "app/models/invoice.rb",
+                "class Invoice < ApplicationRecord\n  after_create :send_to_billing\n\n  def send_to_billing\n    Faraday.post(\"https://billing.example/invoices\", id: id)\n  end\nend\n",
+            ),
+        ],
+    );
+    let prompt = app.prompt("subscriptions#create", &["accounts"]);
+    let leads = sites(&prompt);
+    assert_eq!(
+        first_site(&prompt),
+        "`app/controllers/subscriptions_controller.rb` line 4",
+        "{leads}"
+    );
+    let first = &leads[leads.find("\n### ").unwrap() + 1..];
+    let lock = &first[..first[4..].find("\n### ").map_or(first.len(), |at| at + 4)];
+    assert!(
+        lock.contains("`Faraday.post(\"https://billing.example/invoices\", id: id)` (app/models/invoice.rb line 5)"),
+        "the lock holds the invoice's call: {lock}"
+    );
+}

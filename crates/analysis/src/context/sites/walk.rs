@@ -402,9 +402,10 @@ impl<'a> Walker<'a> {
 
     pub fn walk(&mut self, frame: Frame) {
         let site = frame.inside.map(|(s, _)| s);
-        let (frames, limit) = match self.inside_save {
-            true => (&mut self.frames_inside, MAX_FRAMES_INSIDE),
-            false => (&mut self.frames, MAX_FRAMES),
+        let (frames, limit) = if self.inside_save {
+            (&mut self.frames_inside, MAX_FRAMES_INSIDE)
+        } else {
+            (&mut self.frames, MAX_FRAMES)
         };
         if *frames >= limit {
             if let Some(s) = site {

@@ -71,6 +71,8 @@ impl Walker<'_> {
         let calls = super::super::slow::without_deferred(&calls.join("\n"));
         let outer = self.in_callback.replace(model.clone());
         let nested = std::mem::replace(&mut self.inside_save, true);
+        // Records it saves run their callbacks in `s` too.
+        self.saves_in(&callback, &calls, Some((s, d + 1)));
         for child in self.calls(&callback, &calls, Some((s, d + 2))) {
             self.walk(child);
         }
