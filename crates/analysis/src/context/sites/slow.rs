@@ -42,6 +42,13 @@ const SLOW: &[(&str, &str, u32)] = &[
     ("Airrecord", "an Airtable API call", 6),
     ("Google::Apis", "a Google API call", 6),
     ("mount_uploader", "a file upload", 4),
+    // A download or an upload an application or gem wraps
+    // (`blob.download`, `strategy.download_file!`, `MediaAsset.upload!`):
+    // a transfer over the network or a disk, however it is named. An
+    // attribute (`uploaded_at`) is neither.
+    ("download*", "a file transfer", 4),
+    (".upload!", "a file upload", 4),
+    (".upload(", "a file upload", 4),
     ("Geocoder", "a geocoding lookup", 6),
     ("geocode", "a geocoding lookup", 6),
     ("webhook", "a webhook call", 4),
@@ -418,6 +425,24 @@ mod tests {
             shapes("REDIS.get(key)").is_empty(),
             "a bare .get( is no network call's shape"
         );
+    }
+
+    #[test]
+    fn a_download_or_an_upload_is_a_transfer_and_an_attribute_named_so_is_not() {
+        let what = |code: &str| -> Vec<&str> {
+            slow_work(code).iter().map(|(_, what, _)| *what).collect()
+        };
+        assert_eq!(
+            what("trainee_upload.download.force_encoding(enc)"),
+            ["a file transfer"]
+        );
+        assert_eq!(what("strategy.download_file!(url)"), ["a file transfer"]);
+        assert_eq!(
+            what("media_asset = MediaAsset.upload!(media_file)"),
+            ["a file upload"]
+        );
+        assert!(what("record.uploaded_at = Time.current").is_empty());
+        assert!(what("redownload_count += 1").is_empty());
     }
 
     #[test]
