@@ -65,6 +65,14 @@ fn first_site(prompt: &str) -> &str {
     section[at + 4..].lines().next().unwrap()
 }
 
+/// The first lead whole: from its heading to the next lead's.
+fn first_lead(prompt: &str) -> &str {
+    let section = sites(prompt);
+    let lead = &section[section.find("\n### ").expect("a site") + 1..];
+    let end = lead[4..].find("\n### ").map_or(lead.len(), |at| at + 4);
+    &lead[..end]
+}
+
 /// The first pattern printed in full.
 fn top_pattern(prompt: &str) -> &str {
     let at = prompt.find("Pattern `").expect("a pattern in full");
@@ -1292,9 +1300,7 @@ fn a_callback_of_a_record_saved_inside_a_lock_is_listed_under_the_lock_that_hold
         "`app/controllers/refunds_controller.rb` line 4",
         "{leads}"
     );
-    let lock = &leads[..leads
-        .find("\n### `app/models/refund.rb")
-        .unwrap_or(leads.len())];
+    let lock = first_lead(&prompt);
     assert!(
         lock.contains("`Stripe::Refund.create(amount: amount, payment_intent: payment.intent_id)` (app/models/refund.rb line 11)"),
         "the lock holds the gateway call: {lock}"
@@ -1341,8 +1347,7 @@ fn a_record_saved_by_a_callback_inside_a_lock_runs_its_own_callbacks_in_that_loc
         "`app/controllers/subscriptions_controller.rb` line 4",
         "{leads}"
     );
-    let first = &leads[leads.find("\n### ").unwrap() + 1..];
-    let lock = &first[..first[4..].find("\n### ").map_or(first.len(), |at| at + 4)];
+    let lock = first_lead(&prompt);
     assert!(
         lock.contains("`Faraday.post(\"https://billing.example/invoices\", id: id)` (app/models/invoice.rb line 5)"),
         "the lock holds the invoice's call: {lock}"
