@@ -132,8 +132,7 @@ fn site_shows(site: &longtx_prompt::locate::Site) -> Shown {
 /// lead's rank), never as the first.
 fn lead_shows(site: &longtx_prompt::locate::Site) -> Shown {
     let mut shown = site_shows(site);
-    let listed = site.alternatives.iter().chain(&site.same_save);
-    for other in listed.chain(&site.saves_inside) {
+    for other in site.listed() {
         shown.push((other.path.clone(), other.line, other.line));
         shown.extend(other.slow.iter().map(|c| (c.path.clone(), c.line, c.line)));
     }
@@ -229,13 +228,7 @@ fn measure(
         .flat_map(|s| {
             s.slow
                 .iter()
-                .chain(
-                    s.alternatives
-                        .iter()
-                        .chain(&s.same_save)
-                        .chain(&s.saves_inside)
-                        .flat_map(|a| &a.slow),
-                )
+                .chain(s.listed().flat_map(|a| &a.slow))
                 .map(|c| format!("{}:{}", c.path, c.line))
         })
         .collect();

@@ -476,12 +476,7 @@ fn evidence(job: &JobFacts, candidates: &[Candidate], code: &CodeContext) -> Evi
     let listed = code
         .sites
         .iter()
-        .flat_map(|s| {
-            s.alternatives
-                .iter()
-                .chain(&s.same_save)
-                .chain(&s.saves_inside)
-        })
+        .flat_map(crate::locate::Site::listed)
         .filter(|a| !a.last_resort);
     for other in listed {
         evidence.excerpts.extend(at(&other.inside, true));

@@ -34,6 +34,9 @@ const EXCERPT_LINES: usize = 40;
 const REACHED_EXCERPT_LINES: usize = 24;
 /// Lines shown of a lead where no slow call was recognised.
 const LEAD_EXCERPT_LINES: usize = 12;
+/// Callbacks listed under one lead, of its save or of saves made inside it;
+/// past it a callback is left out of the prompt (the scan still reports it).
+const MAX_LISTED_CALLBACKS: usize = 12;
 
 /// A place the transaction is most likely held, for the prompt.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -472,14 +475,6 @@ pub(super) fn transaction_sites(
         };
         walker.callback_site(&entry_label, &machine, &hook.callback, hook.agrees, false);
     }
-    let places: Vec<SiteLine> = walker
-        .drafts
-        .iter()
-        .map(|d| SiteLine {
-            path: d.path.clone(),
-            line: d.line,
-        })
-        .collect();
     let within = std::mem::take(&mut walker.within);
     let mut sites: Vec<Site> = walker
         .drafts
@@ -490,7 +485,7 @@ pub(super) fn transaction_sites(
             site.within = within
                 .iter()
                 .find(|(callback, _)| *callback == at)
-                .map(|(_, outer)| places[*outer].clone());
+                .map(|(_, outer)| outer.clone());
             Some(site)
         })
         .collect();
@@ -520,6 +515,16 @@ impl Site {
     /// `OrdersController#create → Checkout#call → Order after_save :notify`.
     pub fn route(&self) -> String {
         self.steps.join(" → ")
+    }
+
+    /// The sites listed under this lead: other classes' versions of its
+    /// method, the other callbacks of its save, the callbacks of saves
+    /// made inside it.
+    pub fn listed(&self) -> impl Iterator<Item = &Alternative> {
+        self.alternatives
+            .iter()
+            .chain(&self.same_save)
+            .chain(&self.saves_inside)
     }
 
     /// Takes in the slow work of another site held at the same line.

@@ -11,10 +11,7 @@
 //! each with every slow call found in it, but no excerpt.
 
 use super::super::callbacks::IN_TRANSACTION;
-use super::{Alternative, Site};
-
-/// Callbacks listed under one lead.
-const MAX_SAME_SAVE: usize = 12;
+use super::{Alternative, Site, MAX_LISTED_CALLBACKS};
 
 /// `sites` (likeliest first) with each callback site folded into the first
 /// site that is a callback of the same save of the same model, reached by
@@ -27,11 +24,8 @@ pub fn fold_one_save(sites: Vec<Site>) -> Vec<Site> {
             .as_ref()
             .and_then(|key| kept.iter_mut().find(|k| save_of(k).as_ref() == Some(key)));
         match lead {
-            Some(lead) if lead.same_save.len() < MAX_SAME_SAVE => {
-                let label = site.steps.last().cloned().unwrap_or_default();
-                // Its slow work is the transaction's: every call is listed.
-                let listed = site.slow.len();
-                lead.same_save.push(Alternative::of(site, label, listed));
+            Some(lead) if lead.same_save.len() < MAX_LISTED_CALLBACKS => {
+                lead.same_save.push(Alternative::callback(site));
             }
             // Past the cap a callback is left out of the prompt (the scan
             // still reports it); twelve listed already say the save is busy.

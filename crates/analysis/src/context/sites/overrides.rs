@@ -15,11 +15,12 @@ use serde::Serialize;
 
 /// A site listed under a lead rather than shown as one: another class's
 /// version of the lead's method, which the same call runs instead when the
-/// record is of that class, or another callback of the lead's save.
+/// record is of that class; another callback of the lead's save; or a
+/// callback of a save made inside the lead.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Alternative {
-    /// `Repository::Subversion#fetch_changesets`, or for a callback of the
-    /// same save its label (`Post after_save :notify`).
+    /// `Repository::Subversion#fetch_changesets`, or for a callback its
+    /// label (`Post after_save :notify`).
     pub method: String,
     pub path: String,
     pub line: usize,
@@ -51,6 +52,15 @@ impl Alternative {
             inside: site.inside,
             last_resort: site.last_resort,
         }
+    }
+
+    /// A callback site listed under the lead whose transaction it runs in,
+    /// by its label and with every slow call: its slow work is that
+    /// transaction's.
+    pub(super) fn callback(site: Site) -> Alternative {
+        let label = site.steps.last().cloned().unwrap_or_default();
+        let listed = site.slow.len();
+        Alternative::of(site, label, listed)
     }
 }
 

@@ -12,10 +12,7 @@
 //! that holds it. A prompt shows the outer site as the lead, at the better
 //! of the two ranks, and lists the callback under it with every slow call.
 
-use super::{Alternative, Site};
-
-/// Callbacks listed under one lead.
-const MAX_SAVES_INSIDE: usize = 12;
+use super::{Alternative, Site, MAX_LISTED_CALLBACKS};
 
 /// `sites` (likeliest first) with each callback site whose save was made
 /// inside another site folded into that site, which takes the better rank.
@@ -47,12 +44,8 @@ pub fn fold_saves_inside(sites: Vec<Site>) -> Vec<Site> {
             continue;
         };
         lead.score = lead.score.max(callback.score);
-        if lead.saves_inside.len() < MAX_SAVES_INSIDE {
-            let label = callback.steps.last().cloned().unwrap_or_default();
-            // Its slow work is the lead's transaction's: every call listed.
-            let listed = callback.slow.len();
-            lead.saves_inside
-                .push(Alternative::of(callback, label, listed));
+        if lead.saves_inside.len() < MAX_LISTED_CALLBACKS {
+            lead.saves_inside.push(Alternative::callback(callback));
         }
         // Past the cap a callback is left out of the prompt (the scan
         // still reports it): its slow work is the lead's own already.

@@ -376,8 +376,8 @@ pub(in crate::context) struct Walker<'a> {
     /// Those read: (class, callback, site).
     saved_inside: Vec<(String, String, usize)>,
     /// Callback sites whose save was made inside another site:
-    /// (callback site, that site).
-    pub within: Vec<(usize, usize)>,
+    /// (callback site, that site's line).
+    pub within: Vec<(usize, super::SiteLine)>,
 }
 
 impl<'a> Walker<'a> {
@@ -874,8 +874,12 @@ impl<'a> Walker<'a> {
             .saved_inside
             .iter()
             .find(|(c, l, _)| *c == model.class && *l == callback.label);
-        if let Some((.., outer)) = read_inside {
-            self.within.push((site, *outer));
+        if let Some(&(.., outer)) = read_inside {
+            let outer = super::SiteLine {
+                path: self.drafts[outer].path.clone(),
+                line: self.drafts[outer].line,
+            };
+            self.within.push((site, outer));
         }
         // A named method the repository does not define is a gem's (an
         // uploader's `remove_file!`): said, so the agent reads it.

@@ -9,7 +9,7 @@
 
 use super::{class_at, Frame, Walker, MAX_DEPTH};
 use crate::context::callbacks::Method;
-use crate::context::{camelize, ModelRef};
+use crate::context::{camelize, singularize, ModelRef};
 
 /// A callback of a save made inside site `at.0`, `at.1` calls from it,
 /// reached by `route` at `depth`.
@@ -123,7 +123,7 @@ impl Walker<'_> {
             if !dotted || !association.starts_with(|c: char| c.is_ascii_lowercase()) {
                 return None;
             }
-            let class = camelize(&crate::context::models::singularize(&association));
+            let class = camelize(&singularize(&association));
             let class = self.index.resolve(&class, &frame.namespace())?;
             self.model_of_class(&class)
         })
