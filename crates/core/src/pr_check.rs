@@ -61,19 +61,24 @@ impl PrCheckMode {
         self != PrCheckMode::Off
     }
 
-    /// The conclusion for a change that adds `added` unsilenced findings.
-    pub fn conclusion(self, added: usize) -> Conclusion {
-        match (added, self) {
-            (0, _) => Conclusion::Success,
-            (_, PrCheckMode::Failure) => Conclusion::Failure,
+    /// The conclusion for a change that adds `calls` unsilenced findings
+    /// of slow calls and `rows` of database work whose length depends on
+    /// how many rows it touches. Only the first fail a check: how many rows
+    /// a loop or a bulk statement meets, only production shows.
+    pub fn conclusion(self, calls: usize, rows: usize) -> Conclusion {
+        match (calls, rows, self) {
+            (0, 0, _) => Conclusion::Success,
+            (1.., _, PrCheckMode::Failure) => Conclusion::Failure,
             _ => Conclusion::Neutral,
         }
     }
 
-    /// The level of an annotation on a line that adds slow work.
-    pub fn annotation_level(self) -> AnnotationLevel {
-        match self {
-            PrCheckMode::Failure => AnnotationLevel::Failure,
+    /// The level of an annotation on a line that adds slow work: a notice
+    /// for database work whose length depends on row counts.
+    pub fn annotation_level(self, depends_on_rows: bool) -> AnnotationLevel {
+        match (self, depends_on_rows) {
+            (_, true) => AnnotationLevel::Notice,
+            (PrCheckMode::Failure, false) => AnnotationLevel::Failure,
             _ => AnnotationLevel::Warning,
         }
     }
@@ -177,10 +182,16 @@ mod tests {
     #[test]
     fn the_conclusion_is_neutral_by_default_and_failure_only_when_configured() {
         assert_eq!(PrCheckMode::default(), PrCheckMode::Neutral);
-        assert_eq!(PrCheckMode::Neutral.conclusion(0), Conclusion::Success);
-        assert_eq!(PrCheckMode::Neutral.conclusion(2), Conclusion::Neutral);
-        assert_eq!(PrCheckMode::Failure.conclusion(1), Conclusion::Failure);
-        assert_eq!(PrCheckMode::Failure.conclusion(0), Conclusion::Success);
+        assert_eq!(PrCheckMode::Neutral.conclusion(0, 0), Conclusion::Success);
+        assert_eq!(PrCheckMode::Neutral.conclusion(2, 1), Conclusion::Neutral);
+        assert_eq!(PrCheckMode::Failure.conclusion(1, 0), Conclusion::Failure);
+        assert_eq!(PrCheckMode::Failure.conclusion(0, 0), Conclusion::Success);
+        // Work whose length depends on row counts is shown, never blocks.
+        assert_eq!(PrCheckMode::Failure.conclusion(0, 3), Conclusion::Neutral);
+        assert_eq!(
+            PrCheckMode::Failure.annotation_level(true),
+            AnnotationLevel::Notice
+        );
         assert_eq!("FAILURE".parse::<PrCheckMode>(), Ok(PrCheckMode::Failure));
         assert!("block"
             .parse::<PrCheckMode>()

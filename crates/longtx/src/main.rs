@@ -122,7 +122,9 @@ enum Command {
         /// checkout's ignore-list.yaml, when it has one).
         #[arg(long)]
         ignore_list: Option<PathBuf>,
-        /// Exit 1 when an unsilenced finding is printed.
+        /// Exit 1 when an unsilenced finding of a slow call is printed
+        /// (work whose length depends on row counts is printed, as a
+        /// notice, and does not fail).
         #[arg(long)]
         fail_on_findings: bool,
         /// Only the findings reached from sources a running longtx at this

@@ -337,6 +337,105 @@ fn an_enqueue_to_a_queue_in_the_database_is_no_finding_and_a_lone_bulk_statement
 }
 
 #[test]
+fn mail_queued_in_the_database_is_no_finding_wherever_the_call_ends_or_whatever_its_method_is_named(
+) {
+    // npq-registration runs Active Job on delayed_job (round 16): a mailer
+    // call spread over lines ends `).deliver_later` lines below where it
+    // starts, and a method named for the mail it queues says no more than
+    // its body. Mail sent now, and a loop over a table, stay findings; a
+    // loop over a list in capitals is as long as the code writes it.
+    let repo = GitRepo::new("scan-local-mail");
+    repo.commit(
+        &[
+            (
+                "config/environments/production.rb",
+                "Rails.application.configure do\n  config.active_job.queue_adapter = :delayed_job\nend\n",
+            ),
+            (
+                "app/workers/withdraw_worker.rb",
+                "class WithdrawWorker\n  include Sidekiq::Worker\n\n  MONTHS = [1, 2, 3].freeze\n\n  def perform(id)\n    Application.transaction do\n      application = Application.find(id)\n      application.update!(state: :withdrawn)\n      WithdrawnMailer.withdrawn_mail(\n        to: application.email,\n      ).deliver_later\n      send_email_notification(application)\n      MONTHS.each { |m| Statement.create!(month: m) }\n      ReceiptMailer.receipt(\n        to: application.email,\n      ).deliver_now\n      Statement.find_each { |s| s.update!(paid: false) }\n    end\n  end\n\n  def send_email_notification(application)\n    return if application.email.blank?\n\n    NotificationMailer.withdrawn(\n      to: application.email,\n    ).deliver_later\n  end\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let codes = |kind: &str| -> Vec<String> {
+        all.iter()
+            .filter(|f| f["kind"] == kind)
+            .flat_map(|f| f["slow"].as_array().unwrap().clone())
+            .map(|s| s["code"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        codes("a mail delivery"),
+        ["ReceiptMailer.receipt(", ").deliver_now"],
+        "only the mail sent now: {all:#?}"
+    );
+    assert!(codes("a notification").is_empty(), "{all:#?}");
+    assert_eq!(
+        codes("a batch over many rows"),
+        ["Statement.find_each { |s| s.update!(paid: false) }"],
+        "{all:#?}"
+    );
+    assert!(
+        codes("a loop of writes or enqueues")
+            .iter()
+            .all(|c| !c.contains("MONTHS")),
+        "{all:#?}"
+    );
+}
+
+#[test]
+fn work_as_long_as_its_rows_is_printed_as_a_notice_and_fails_no_ci_step_a_call_does() {
+    // How many rows a statement meets, only production shows: the scan
+    // prints it, SARIF marks it a note, and `--fail-on-findings` passes.
+    let repo = GitRepo::new("scan-rows-notice");
+    repo.commit(
+        &[(
+            "app/workers/purge_worker.rb",
+            "class PurgeWorker\n  include Sidekiq::Worker\n\n  def perform\n    Report.where(stale: true).delete_all\n  end\nend\n",
+        )],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (code, text) = scan(&repo, &["--fail-on-findings"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("a batch write inside a transaction in PurgeWorker#perform [notice"),
+        "{text}"
+    );
+    let (_, sarif) = scan(&repo, &["--format", "sarif"]);
+    let sarif: Value = serde_json::from_str(&sarif).unwrap();
+    assert_eq!(sarif["runs"][0]["results"][0]["level"], "note", "{sarif:#}");
+    assert_eq!(
+        sarif["runs"][0]["tool"]["driver"]["rules"][0]["defaultConfiguration"]["level"],
+        "note"
+    );
+
+    repo.commit(
+        &[(
+            "app/workers/sync_worker.rb",
+            "class SyncWorker\n  include Sidekiq::Worker\n\n  def perform(id)\n    Report.transaction do\n      Faraday.post('https://partner.example/sync', id)\n    end\n  end\nend\n",
+        )],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (code, text) = scan(&repo, &["--fail-on-findings"]);
+    assert_eq!(code, 1, "a slow call fails the step: {text}");
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let http = find(&all, "an HTTP call", "app/workers/sync_worker.rb");
+    assert_eq!(http["depends_on_rows"], false);
+    let bulk = find(&all, "a batch write", "app/workers/purge_worker.rb");
+    assert_eq!(bulk["depends_on_rows"], true);
+}
+
+#[test]
 fn jobs_kept_in_models_are_entry_points_and_each_rake_task_is_a_finding_of_its_own() {
     // whitehall kept a delayed_job job inside its model's file and
     // otwarchive a Resque job with `def self.perform` in app/models;

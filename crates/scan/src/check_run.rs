@@ -27,12 +27,12 @@ pub fn report(
     pattern_link: &dyn Fn(&str) -> Option<String>,
 ) -> CheckReport {
     let active: Vec<&Finding> = added.active().collect();
+    let rows = active.iter().filter(|f| f.depends_on_rows).count();
     let silenced: Vec<&Finding> = added
         .findings
         .iter()
         .filter(|f| f.silenced.is_some())
         .collect();
-    let level = mode.annotation_level();
     let annotations = active
         .iter()
         .flat_map(|f| {
@@ -40,7 +40,7 @@ pub fn report(
                 path: call.path.clone(),
                 start_line: call.line,
                 end_line: call.line,
-                annotation_level: level,
+                annotation_level: mode.annotation_level(f.depends_on_rows),
                 title: format!("{} inside a transaction", capitalised(&f.kind)),
                 message: annotation_message(f, pattern_link),
             })
@@ -78,6 +78,12 @@ pub fn report(
         for f in &active {
             summary.push_str(&finding_lines(f, pattern_link));
         }
+        if rows > 0 {
+            let _ = writeln!(
+                summary,
+                "\n{rows} of them are database work whose length depends on how many rows it touches (a loop of writes, a bulk statement): how many, only production shows, so they are notices and do not fail this check."
+            );
+        }
     }
     if !silenced.is_empty() {
         let _ = writeln!(summary, "\nSilenced ({}), not counted:\n", silenced.len());
@@ -99,7 +105,7 @@ pub fn report(
         "To silence a finding that is not a problem, put `# longtx:ignore <reason>` on its line; it is then listed as silenced, never hidden.".to_owned()
     };
     CheckReport {
-        conclusion: mode.conclusion(active.len()),
+        conclusion: mode.conclusion(active.len() - rows, rows),
         title,
         summary,
         text,
@@ -195,6 +201,7 @@ mod tests {
             line: 4,
             method: "OrdersController#create".into(),
             kind: kind.into(),
+            depends_on_rows: crate::confidence::depends_on_rows(kind),
             why: "`transaction do` opens here".into(),
             opens: None,
             slow: vec![SlowLine {
@@ -299,5 +306,46 @@ mod tests {
         let passing = report(&only_silenced, &compared(), PrCheckMode::Failure, &|_| None);
         assert_eq!(passing.conclusion, Conclusion::Success);
         assert_eq!(passing.title, "No new slow work inside a transaction");
+    }
+
+    #[test]
+    fn work_as_long_as_its_rows_is_a_notice_that_fails_no_check() {
+        let rows_only = Scan {
+            entry_points: 3,
+            reaching: Vec::new(),
+            note: None,
+            findings: vec![finding("a batch write", 7, false)],
+        };
+        let report_of = |scan: &Scan| report(scan, &compared(), PrCheckMode::Failure, &|_| None);
+        let shown = report_of(&rows_only);
+        assert_eq!(shown.conclusion, Conclusion::Neutral);
+        assert_eq!(shown.title, "1 new: a batch write inside a transaction");
+        assert_eq!(
+            shown.annotations[0].annotation_level,
+            AnnotationLevel::Notice
+        );
+        assert!(
+            shown.summary.contains("1 of them are database work"),
+            "{}",
+            shown.summary
+        );
+        let with_a_call = Scan {
+            findings: vec![
+                finding("a batch write", 7, false),
+                finding("an HTTP call", 6, false),
+            ],
+            ..rows_only
+        };
+        let failing = report_of(&with_a_call);
+        assert_eq!(failing.conclusion, Conclusion::Failure);
+        let levels: Vec<_> = failing
+            .annotations
+            .iter()
+            .map(|a| (a.start_line, a.annotation_level))
+            .collect();
+        assert_eq!(
+            levels,
+            [(7, AnnotationLevel::Notice), (6, AnnotationLevel::Failure)]
+        );
     }
 }

@@ -86,6 +86,13 @@ pub(crate) fn is_statement_kind(kind: &str) -> bool {
     )
 }
 
+/// Database work whose length is how many rows it meets: the statement
+/// kinds and a loop of writes. Enqueues in such a loop are listed by their
+/// own lines, as job enqueues.
+pub(crate) fn depends_on_rows(kind: &str) -> bool {
+    is_statement_kind(kind) || kind == "a loop of writes or enqueues"
+}
+
 /// Whether the scan reports this slow call.
 pub(crate) fn confident(repo: &Path, facts: &CheckoutFacts, kind: &str, code: &str) -> bool {
     let keys = &facts.keys;
@@ -237,7 +244,108 @@ fn over_literal_list(code: &str) -> bool {
     let literal_count = code
         .split_once(".times")
         .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
-    (literal_array && !code.starts_with("[]")) || literal_count
+    (literal_array && !code.starts_with("[]")) || literal_count || over_named_value(code)
+}
+
+/// `STATEMENTS.each`, `Contracts::MISSING_DATES.each_with_index`: a loop
+/// over a constant in capitals, which Ruby code keeps for a value written
+/// in the code (a class or a model is written `CamelCase`). npq-
+/// registration loops over a list of seven months so (round 16).
+fn over_named_value(code: &str) -> bool {
+    let Some(at) = [".each", ".map"].iter().filter_map(|v| code.find(v)).min() else {
+        return false;
+    };
+    let constant = code[..at].rsplit("::").next().unwrap_or("");
+    code[..at]
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        && constant.starts_with(|c: char| c.is_ascii_uppercase())
+        && constant.len() > 1
+        && constant
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// A call spread over lines (`Mailer.welcome(\n  to: ...,\n).deliver_later`):
+/// its line and the ones after it, up to where its brackets close (at most
+/// 12 lines), so what the statement ends with is read with it. The line
+/// alone when its brackets close on it or the file cannot be read.
+pub(crate) fn whole_statement(repo: &Path, path: &str, line: usize, code: &str) -> String {
+    let open = |text: &str| {
+        text.chars()
+            .map(|c| match c {
+                '(' | '[' | '{' => 1,
+                ')' | ']' | '}' => -1,
+                _ => 0,
+            })
+            .sum::<i32>()
+    };
+    if open(code) <= 0 || line == 0 {
+        return code.to_owned();
+    }
+    let Ok(text) = std::fs::read_to_string(repo.join(path)) else {
+        return code.to_owned();
+    };
+    let mut statement = String::new();
+    let mut depth = 0;
+    for next in text.lines().skip(line - 1).take(12) {
+        statement.push_str(next.trim());
+        depth += open(next);
+        if depth <= 0 {
+            break;
+        }
+    }
+    statement
+}
+
+/// `send_email_notification(outcome)`: a bare call of a method the same
+/// file defines, whose every slow line is mail handed to `deliver_later`,
+/// while the queue is the application's database (or in process). Its
+/// body was read, and its mail judged local there; the name says no more
+/// than that body does. A method whose body does other slow work, or work
+/// the walk could not read (`notifier.publish`), keeps its name's finding.
+pub(crate) fn local_mail_only(repo: &Path, facts: &CheckoutFacts, path: &str, code: &str) -> bool {
+    if !facts.enqueue_is_local {
+        return false;
+    }
+    let code = code.trim();
+    let name: String = code
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '!' | '?'))
+        .collect();
+    let bare = code[name.len()..].starts_with(['(', ' ']) || code.len() == name.len();
+    if name.is_empty() || !bare || name.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return false;
+    }
+    let Ok(text) = std::fs::read_to_string(repo.join(path)) else {
+        return false;
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(start) = lines.iter().position(|l| {
+        l.trim()
+            .strip_prefix("def ")
+            .and_then(|d| d.strip_prefix(name.as_str()))
+            .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+    }) else {
+        return false;
+    };
+    let indent = lines[start].len() - lines[start].trim_start().len();
+    let mut slow = 0;
+    for (i, body) in lines.iter().enumerate().skip(start + 1) {
+        let trimmed = body.trim();
+        if trimmed == "end" && body.len() - body.trim_start().len() <= indent {
+            break;
+        }
+        if !longtx_analysis::has_slow_work(body) {
+            continue;
+        }
+        let statement = whole_statement(repo, path, i + 1, body);
+        if !statement.contains("deliver_later") || statement.contains("deliver_now") {
+            return false;
+        }
+        slow += 1;
+    }
+    slow > 0
 }
 
 /// Slow work the line names without doing it:
@@ -627,6 +735,15 @@ mod tests {
             "(codes_count - gift_cards.count).times do"
         ));
         assert!(!over_literal_list("ancestors.each do |ancestor|"));
+        assert!(over_literal_list("STATEMENTS.each do |year, month|"));
+        assert!(over_literal_list(
+            "OneOff::MISSING_CONTRACTS_DATES_2896.each_with_index do |date, i|"
+        ));
+        assert!(!over_literal_list("Statement.find_each do |s|"));
+        assert!(!over_literal_list(
+            "LeadProvider::ALL.where(x: 1).each do |l|"
+        ));
+        assert!(!over_literal_list("A.each do |a|"), "one letter is a class");
     }
 
     #[test]

@@ -49,6 +49,12 @@ impl Scan {
         self.findings.iter().filter(|f| f.silenced.is_none())
     }
 
+    /// The active findings that fail a check or a CI step: slow calls,
+    /// not work whose length depends on row counts.
+    pub fn blocking(&self) -> impl Iterator<Item = &Finding> {
+        self.active().filter(|f| !f.depends_on_rows)
+    }
+
     /// The findings of `self` whose identity `base` lacks: what a change
     /// adds (diff mode).
     pub fn new_since(mut self, base: &Scan) -> Scan {

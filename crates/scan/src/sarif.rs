@@ -28,7 +28,7 @@ pub fn render(scan: &Scan) -> Value {
                 "fullDescription": {"text": format!(
                     "{} made while a transaction is open keeps its locks, metadata locks included, for as long as it takes: every ALTER TABLE on those tables waits behind it.",
                     capitalised(kind))},
-                "defaultConfiguration": {"level": "warning"},
+                "defaultConfiguration": {"level": level(crate::confidence::depends_on_rows(kind))},
                 "properties": {"tags": ["long-transaction", "database"]}
             })
         })
@@ -49,7 +49,7 @@ pub fn render(scan: &Scan) -> Value {
                 .unwrap_or_default();
             let mut result = json!({
                 "ruleId": rule_id(&f.kind),
-                "level": "warning",
+                "level": level(f.depends_on_rows),
                 "message": {"text": format!(
                     "{} inside a transaction held in {} ({}:{}): {}. Reached from {}.{pattern}",
                     capitalised(&f.kind), f.method, f.path, f.line, f.why,
@@ -123,4 +123,14 @@ fn capitalised(kind: &str) -> String {
         .next()
         .map(|c| c.to_uppercase().collect::<String>() + chars.as_str())
         .unwrap_or_default()
+}
+
+/// SARIF's `note` for database work whose length depends on row counts,
+/// which code scanning shows without counting it as a problem's warning.
+fn level(depends_on_rows: bool) -> &'static str {
+    if depends_on_rows {
+        "note"
+    } else {
+        "warning"
+    }
 }

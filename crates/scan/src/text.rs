@@ -20,6 +20,7 @@ pub fn render(scan: &Scan) -> String {
         let _ = writeln!(out);
         let state = match &f.silenced {
             Some(s) => format!(" [silenced by {}: {}]", s.by, s.reason),
+            None if f.depends_on_rows => " [notice: as long as the rows it meets]".to_owned(),
             None => String::new(),
         };
         let _ = writeln!(

@@ -83,7 +83,7 @@ pub fn run(args: ScanArgs) -> anyhow::Result<bool> {
             serde_json::to_string_pretty(&longtx_scan::sarif::render(&scan))?
         ),
     }
-    Ok(!(args.fail_on_findings && scan.active().next().is_some()))
+    Ok(!(args.fail_on_findings && scan.blocking().next().is_some()))
 }
 
 /// `--ignore-list`, else the checkout's own `ignore-list.yaml` when it has

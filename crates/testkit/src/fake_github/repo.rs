@@ -285,7 +285,18 @@ async fn create_check_run(
     // the run is completed.
     let annotations = body["output"]["annotations"].as_array().map_or(0, Vec::len);
     let completed = body["status"] == "completed";
-    if annotations > 50 || (completed && body["conclusion"].as_str().is_none()) {
+    // An annotation's level is one of `notice`, `warning` or `failure`.
+    let levels_known = body["output"]["annotations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .all(|a| {
+            matches!(
+                a["annotation_level"].as_str(),
+                Some("notice" | "warning" | "failure")
+            )
+        });
+    if annotations > 50 || !levels_known || (completed && body["conclusion"].as_str().is_none()) {
         return validation_failed(json!([{"resource": "CheckRun", "code": "invalid"}]));
     }
     let mut inner = inner.lock().unwrap();
