@@ -1116,3 +1116,47 @@ fn a_gem_clients_method_is_not_the_applications_method_of_that_name() {
         }
     }
 }
+
+#[test]
+fn a_query_on_the_records_own_class_is_active_records_and_a_class_method_it_defines_is_read() {
+    // brave-intl publishers (round 16): `self.class.where(...)` in a
+    // `Channel` validation was read as the one `where` the application
+    // defines, an API client's, and the save seemed to call Uphold. A
+    // class method the model defines itself is still read there.
+    let repo = GitRepo::new("scan-self-class");
+    repo.commit(
+        &[
+            (
+                "app/models/channel.rb",
+                "class Channel < ApplicationRecord\n  validate :public_name_unique\n  after_save :announce\n\n  def self.announce_to_partner(id)\n    Faraday.post('https://partner.example/channels', id)\n  end\n\n  def public_name_unique\n    matches = self.class.where(public_name: public_name)\n    errors.add(:public_name, :taken) if matches.exists?\n  end\n\n  def announce\n    self.class.announce_to_partner(id)\n  end\nend\n",
+            ),
+            (
+                "app/services/uphold/card.rb",
+                "module Uphold\n  class Card\n    def where(connection:)\n      Faraday.get(\"https://api.uphold.example/cards/#{connection.id}\")\n    end\n  end\nend\n",
+            ),
+            (
+                "app/controllers/channels_controller.rb",
+                "class ChannelsController < ApplicationController\n  def update\n    channel = Channel.find(params[:id])\n    channel.update!(public_name: params[:public_name])\n  end\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let calls: Vec<String> = all
+        .iter()
+        .filter(|f| f["kind"] == "an HTTP call")
+        .flat_map(|f| f["slow"].as_array().unwrap().clone())
+        .map(|s| format!("{}:{}", s["path"].as_str().unwrap(), s["line"]))
+        .collect();
+    assert!(
+        calls.iter().all(|c| !c.starts_with("app/services/uphold")),
+        "{all:#?}"
+    );
+    assert!(
+        calls.contains(&"app/models/channel.rb:6".to_owned()),
+        "the model's own class method is read: {all:#?}"
+    );
+}

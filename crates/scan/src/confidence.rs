@@ -354,6 +354,12 @@ pub(crate) fn local_mail_only(repo: &Path, facts: &CheckoutFacts, path: &str, co
 /// - in a predicate, which asks (`Site.disable_constituency_api?`), or in a
 ///   symbol or a hash key, which names (`errors.add(:show_notification)`).
 ///
+/// A `rescue` clause naming a client's errors (`rescue
+/// Faraday::UnauthorizedError`) stays: it says the code it guards calls
+/// that client, which is often the only sign of a call made through an
+/// SDK's own method names (identity-idp's USPS enrolment, `df0ff8dd`).
+/// Dropping it lost two real fixes' calls (round 16, not kept).
+///
 /// The prompt still reads such names as leads (ignoring words in strings
 /// there cost the pattern held-out set a case); a check must not speak for
 /// them. A callback's declaration keeps its symbols: [`name_only_callback`]
@@ -672,6 +678,10 @@ mod tests {
             "response = client.get(\"https://api.example/items\")"
         ));
         assert!(!named("user.save!"), "no slow work at all");
+        assert!(
+            !named("rescue Faraday::UnauthorizedError"),
+            "the code it guards calls the client"
+        );
     }
 
     #[test]

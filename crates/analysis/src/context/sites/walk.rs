@@ -1390,6 +1390,17 @@ impl<'a> Walker<'a> {
         in_site: bool,
     ) -> (Vec<(String, Def)>, bool) {
         let mut found = Vec::new();
+        // `self.class.where(...)`: a class method of the code's own class,
+        // else Active Record's query interface or Ruby's, never the one
+        // plain class that defines a method of that name (brave-intl
+        // publishers' `self.class.where` in a `Channel` validation is no
+        // `Uphold::Models::Card#where`, an API client's).
+        if receiver == "class" {
+            if let Some(def) = self.class_method(&frame.class, method, true) {
+                found.push((frame.class.clone(), def));
+            }
+            return (found, false);
+        }
         let named = self.model_named(frame, receiver).map(|m| m.class);
         if let Some(class) = named {
             // `record.update!` is Active Record's too.
