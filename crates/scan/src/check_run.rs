@@ -81,7 +81,7 @@ pub fn report(
         if rows > 0 {
             let _ = writeln!(
                 summary,
-                "\n{rows} of them are database work whose length depends on how many rows it touches (a loop of writes, a bulk statement): how many, only production shows, so they are notices and do not fail this check."
+                "\nNotices ({rows}): database work whose length depends on how many rows it touches (a loop of writes, a bulk statement). How many, only production shows, so notices do not fail this check."
             );
         }
     }
@@ -325,7 +325,7 @@ mod tests {
             AnnotationLevel::Notice
         );
         assert!(
-            shown.summary.contains("1 of them are database work"),
+            shown.summary.contains("Notices (1): database work"),
             "{}",
             shown.summary
         );
