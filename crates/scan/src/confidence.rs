@@ -271,26 +271,36 @@ fn over_named_value(code: &str) -> bool {
 /// 12 lines), so what the statement ends with is read with it. The line
 /// alone when its brackets close on it or the file cannot be read.
 pub(crate) fn whole_statement(repo: &Path, path: &str, line: usize, code: &str) -> String {
-    let open = |text: &str| {
-        text.chars()
-            .map(|c| match c {
-                '(' | '[' | '{' => 1,
-                ')' | ']' | '}' => -1,
-                _ => 0,
-            })
-            .sum::<i32>()
-    };
-    if open(code) <= 0 || line == 0 {
+    if brackets_opened(code) <= 0 || line == 0 {
         return code.to_owned();
     }
-    let Ok(text) = std::fs::read_to_string(repo.join(path)) else {
+    match std::fs::read_to_string(repo.join(path)) {
+        Ok(text) => statement_in(&text, line, code),
+        Err(_) => code.to_owned(),
+    }
+}
+
+/// How many more brackets `text` opens than it closes.
+fn brackets_opened(text: &str) -> i32 {
+    text.chars()
+        .map(|c| match c {
+            '(' | '[' | '{' => 1,
+            ')' | ']' | '}' => -1,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// [`whole_statement`] in a file's `text` already read.
+fn statement_in(text: &str, line: usize, code: &str) -> String {
+    if brackets_opened(code) <= 0 || line == 0 {
         return code.to_owned();
-    };
+    }
     let mut statement = String::new();
     let mut depth = 0;
     for next in text.lines().skip(line - 1).take(12) {
         statement.push_str(next.trim());
-        depth += open(next);
+        depth += brackets_opened(next);
         if depth <= 0 {
             break;
         }
@@ -321,12 +331,7 @@ pub(crate) fn local_mail_only(repo: &Path, facts: &CheckoutFacts, path: &str, co
         return false;
     };
     let lines: Vec<&str> = text.lines().collect();
-    let Some(start) = lines.iter().position(|l| {
-        l.trim()
-            .strip_prefix("def ")
-            .and_then(|d| d.strip_prefix(name.as_str()))
-            .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
-    }) else {
+    let Some(start) = lines.iter().position(|l| is_def_of(l, &name)) else {
         return false;
     };
     let indent = lines[start].len() - lines[start].trim_start().len();
@@ -339,7 +344,7 @@ pub(crate) fn local_mail_only(repo: &Path, facts: &CheckoutFacts, path: &str, co
         if !longtx_analysis::has_slow_work(body) {
             continue;
         }
-        let statement = whole_statement(repo, path, i + 1, body);
+        let statement = statement_in(&text, i + 1, body);
         if !statement.contains("deliver_later") || statement.contains("deliver_now") {
             return false;
         }
@@ -493,12 +498,15 @@ pub(crate) fn name_only_callback(repo: &Path, path: &str, code: &str) -> bool {
 /// Whether `text` has a `def` of exactly `name` (`self.import`, not
 /// `self.import_rows`).
 fn defines(text: &str, name: &str) -> bool {
-    text.lines().any(|line| {
-        line.trim()
-            .strip_prefix("def ")
-            .and_then(|d| d.strip_prefix(name))
-            .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
-    })
+    text.lines().any(|line| is_def_of(line, name))
+}
+
+/// Whether `line` is the `def` of exactly `name`.
+fn is_def_of(line: &str, name: &str) -> bool {
+    line.trim()
+        .strip_prefix("def ")
+        .and_then(|d| d.strip_prefix(name))
+        .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
 }
 
 /// `Issue.where(status_id: id).update_all(...)`, `Ledger::Mapping.delete_all`:
