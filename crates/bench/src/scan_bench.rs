@@ -88,7 +88,7 @@ fn main() -> anyhow::Result<()> {
                     .find(|f| matches_exactly(f, fix))
                     .or_else(|| parent.findings.iter().find(|f| matches(f, fix)));
                 let Some(hit) = hit else {
-                    if run.misses {
+                    if half.misses {
                         println!(
                             "  MISS {} {} {} ({} findings)",
                             corpus.repository,
@@ -115,7 +115,7 @@ fn main() -> anyhow::Result<()> {
                 };
                 if after.findings.iter().all(|f| f.id != hit.id) {
                     tally.gone += 1;
-                } else if run.misses {
+                } else if half.misses {
                     println!(
                         "  STAYS {} {} {}:{} {}",
                         corpus.repository,

@@ -1160,3 +1160,110 @@ fn a_query_on_the_records_own_class_is_active_records_and_a_class_method_it_defi
         "the model's own class method is read: {all:#?}"
     );
 }
+
+#[test]
+fn an_observers_save_callbacks_run_inside_the_save_and_its_after_commit_does_not() {
+    // catarse (round 17): `ProjectObserver < ActiveRecord::Observer` (the
+    // rails-observers gem) fetched a video's details over HTTP from
+    // `after_validation`, and `UpdateObserver#after_create` mailed every
+    // backer, both inside the INSERT's transaction. An observer observes
+    // the model its name names, or those its `observe` line lists.
+    let repo = GitRepo::new("scan-observers");
+    repo.commit(
+        &[
+            (
+                "app/controllers/projects_controller.rb",
+                "class ProjectsController < ApplicationController\n  def create\n    Project.create!(params[:project])\n  end\nend\n",
+            ),
+            ("app/models/project.rb", "class Project < ApplicationRecord\nend\n"),
+            ("app/models/user.rb", "class User < ApplicationRecord\nend\n"),
+            (
+                "app/observers/project_observer.rb",
+                "class ProjectObserver < ActiveRecord::Observer\n  def after_create(project)\n    ProjectMailer.created(project).deliver\n  end\n\n  def after_commit(project)\n    ProjectMailer.committed(project).deliver\n  end\nend\n",
+            ),
+            (
+                "app/observers/audit_observer.rb",
+                "class AuditObserver < ActiveRecord::Observer\n  observe :project, :reward\n\n  def before_save(record)\n    Faraday.post('https://audit.example/records', record.id)\n  end\nend\n",
+            ),
+            (
+                "app/observers/user_observer.rb",
+                "class UserObserver < ActiveRecord::Observer\n  def after_create(user)\n    Faraday.post('https://crm.example/users', user.id)\n  end\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let mailed = find(&all, "a mail delivery", "app/observers/project_observer.rb");
+    assert_eq!(mailed["entries"][0], "projects#create", "{mailed:#?}");
+    let slow: Vec<u64> = mailed["slow"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        slow,
+        [3],
+        "the after_commit mail waits for the commit: {mailed:#?}"
+    );
+    let audited = find(&all, "an HTTP call", "app/observers/audit_observer.rb");
+    assert_eq!(audited["entries"][0], "projects#create", "{audited:#?}");
+    assert!(
+        all.iter()
+            .all(|f| f["path"] != "app/observers/user_observer.rb"),
+        "no entry saves a user: {all:#?}"
+    );
+}
+
+#[test]
+fn a_block_handed_on_by_a_helper_to_one_that_opens_a_transaction_runs_inside_it() {
+    // publishing-api (round 17): each command ran in
+    // `response = with_event_logging(...) do`, whose helper handed the
+    // block to `EventLogger.log_command`, which opens the transaction; the
+    // content store was written over HTTP (gds-api-adapters) inside it.
+    let repo = GitRepo::new("scan-handed-on-block");
+    repo.commit(
+        &[
+            (
+                "app/controllers/application_controller.rb",
+                "class ApplicationController < ActionController::Base\n  def with_event_logging(name, payload, &block)\n    EventLogger.log_command(name, payload, &block)\n  end\nend\n",
+            ),
+            (
+                "app/event_logger.rb",
+                "module EventLogger\n  def self.log_command(name, payload)\n    Event.connection.transaction do\n      Event.create!(action: name, payload: payload)\n      yield\n    end\n  end\nend\n",
+            ),
+            ("app/models/event.rb", "class Event < ApplicationRecord\nend\n"),
+            (
+                "app/controllers/documents_controller.rb",
+                "class DocumentsController < ApplicationController\n  def publish\n    response = with_event_logging('Publish', params) do\n      ContentStoreWriter.new.publish(params[:id])\n    end\n    render json: response\n  end\nend\n",
+            ),
+            (
+                "app/services/content_store_writer.rb",
+                "class ContentStoreWriter\n  def publish(id)\n    GdsApi.content_store.put_content_item(base_path: id)\n  end\nend\n",
+            ),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let written = find(
+        &all,
+        "an HTTP call",
+        "app/controllers/documents_controller.rb",
+    );
+    assert_eq!(written["entries"][0], "documents#publish", "{written:#?}");
+    assert_eq!(
+        written["opens"]["path"], "app/event_logger.rb",
+        "{written:#?}"
+    );
+    assert_eq!(written["opens"]["line"], 3, "{written:#?}");
+    assert_eq!(
+        written["slow"][0]["path"], "app/services/content_store_writer.rb",
+        "{written:#?}"
+    );
+}

@@ -614,7 +614,75 @@ pub(crate) fn callbacks_of(
     for file in 0..files.len() {
         reader.read_file(file);
     }
+    reader.found.extend(observer_callbacks(index, model, save));
     reader.found
+}
+
+/// The callbacks a Rails observer adds to `model` (`class ProjectObserver <
+/// ActiveRecord::Observer` with `def after_create(project)`): the
+/// rails-observers gem, Rails' own before 4.0, runs each as the model's
+/// callback of that name, so `after_save` and the rest run inside the
+/// save's transaction and `after_commit` after it. An observer observes the
+/// models its `observe :a, :b` names, else the one its class name names.
+fn observer_callbacks(index: &ClassIndex, model: &ModelRef, save: SaveKind) -> Vec<Callback> {
+    let short = model.class.rsplit("::").next().unwrap_or(&model.class);
+    let snake = longtx_core::query_logs::underscore(short);
+    let mut found = Vec::new();
+    for (class, parent) in &index.parents {
+        if parent.trim_start_matches("::") != "ActiveRecord::Observer" {
+            continue;
+        }
+        let Some((path, text)) = index.file_of(class) else {
+            continue;
+        };
+        if !observes(class, text, short, &snake) {
+            continue;
+        }
+        for (i, _, code) in code_lines(text) {
+            let Some(rest) = code.strip_prefix("def ") else {
+                continue;
+            };
+            let name = super::word_at(rest);
+            let inside = IN_TRANSACTION[2..].contains(&name.as_str());
+            if !(inside || AFTER_COMMIT.contains(&name.as_str())) || !save.runs(&name, code) {
+                continue;
+            }
+            let Some((line, body)) = find_def(text, &name) else {
+                continue;
+            };
+            found.push(Callback {
+                label: format!("{class} {name} (observes {short})"),
+                path: path.clone(),
+                line: i + 1,
+                declaration: code.to_owned(),
+                method: Some(Method {
+                    path: path.clone(),
+                    line,
+                    body,
+                    file_text: text.clone(),
+                }),
+                inside,
+                file_text: text.clone(),
+                context: None,
+                event: None,
+            });
+        }
+    }
+    found.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    found
+}
+
+/// Whether the observer `class` (its file's `text`) observes the model
+/// `short` (`snake` in a symbol): by an `observe` line, else by its name.
+fn observes(class: &str, text: &str, short: &str, snake: &str) -> bool {
+    let observe = code_lines(text).find_map(|(_, _, code)| code.strip_prefix("observe "));
+    match observe {
+        Some(list) => list.split(',').map(str::trim).any(|name| {
+            name.trim_start_matches(':') == snake && name.starts_with(':')
+                || name.trim_start_matches("::") == short
+        }),
+        None => class.rsplit("::").next() == Some(&format!("{short}Observer")),
+    }
 }
 
 #[cfg(test)]

@@ -39,6 +39,9 @@ const SLOW: &[(&str, &str, u32)] = &[
     ("Aws::", "a cloud API call", 6),
     ("Twilio", "an SMS API call", 6),
     ("Octokit", "a GitHub API call", 6),
+    // GOV.UK's gds-api-adapters: every `GdsApi::` client speaks HTTP to
+    // another GOV.UK service (publishing-api's content-store writes).
+    ("GdsApi", "an HTTP call", 6),
     ("Airrecord", "an Airtable API call", 6),
     ("Google::Apis", "a Google API call", 6),
     ("mount_uploader", "a file upload", 4),

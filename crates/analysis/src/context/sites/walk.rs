@@ -606,14 +606,34 @@ impl<'a> Walker<'a> {
         if !(code.ends_with(" do") || code.contains(" do |")) {
             return None;
         }
-        let name = crate::context::word_at(code);
+        let helper = self.block_helper(frame, code, 1)?;
+        Some((helper.0, Some(helper.1), false))
+    }
+
+    /// The helper `code` calls with a block, when it opens a transaction
+    /// or lock and runs the block inside: the class's own or an ancestor's
+    /// (`with_order_lock do`), or another class's
+    /// (`OrderLocker.lock_order_and_variants(o) do`), called for its value
+    /// too (`response = with_event_logging(...) do`). A helper that only
+    /// hands its block on (`EventLogger.log_command(klass, payload, &block)`)
+    /// is followed `hops` more times to the one that opens.
+    fn block_helper(&self, frame: &Frame, code: &str, hops: usize) -> Option<(Opener, Helper)> {
+        let call = assigned_value(code);
+        let name = crate::context::word_at(call);
         if name.len() < 4 || KEYWORDS.contains(&name.as_str()) {
             return None;
         }
-        // Or another class's (`OrderLocker.lock_order_and_variants(o) do`).
+        let mut shown = name.clone();
         let (path, def_line, body, _) = self.own_method(frame, &name).or_else(|| {
-            let (constant, method) = constant_calls(code).into_iter().next()?;
-            let class = self.index.resolve(&constant, &frame.namespace())?;
+            let (constant, method) = constant_calls(call).into_iter().next()?;
+            shown = format!("{constant}.{method}");
+            let Some(class) = self.index.resolve(&constant, &frame.namespace()) else {
+                // A module's own method (`EventLogger.log_command`).
+                let module = self.index.resolve_any(&constant, &frame.namespace())?;
+                let (path, text) = self.index.file_of(&module)?;
+                let (line, body) = find_singleton_def(text, &method)?;
+                return Some((path.clone(), line, body, text.clone()));
+            };
             let def = self.class_method(&class, &method, true)?;
             // `def self.call(*args, &block) = new(*args).(&block)`: the
             // block runs in the instance's `call`, where the lock is.
@@ -622,17 +642,29 @@ impl<'a> Walker<'a> {
             }
             Some(def)
         })?;
-        let (offset, opened) = opened_in(&body)?;
+        let Some((offset, opened)) = opened_in(&body) else {
+            let handed_on = body.lines().skip(1).find(|l| hands_block_on(l))?;
+            let (opened, inner) =
+                self.block_helper(frame, handed_on.trim(), hops.checked_sub(1)?)?;
+            let helper = Helper {
+                said: format!(
+                    "`{shown}` ({path} line {def_line}), which hands its block to {}",
+                    inner.said
+                ),
+                ..inner
+            };
+            return Some((opened, helper));
+        };
         // The block is run by `yield`, or by a `&block` it was given.
         let runs_block = body.contains("yield") || body.contains("block.call");
         runs_block.then(|| {
             let helper = Helper {
-                said: format!("`{name}` ({path} line {def_line})"),
+                said: format!("`{shown}` ({path} line {def_line})"),
                 opens: (path, def_line + offset),
                 body,
                 def_line,
             };
-            (opened, Some(helper), false)
+            (opened, helper)
         })
     }
 
@@ -1556,6 +1588,33 @@ fn hands_to_instance(body: &str, method: &str) -> bool {
 
 /// The first line of a method's body (after its `def`) that opens a
 /// transaction or lock, as (lines after the `def`, what it opens).
+/// `response = with_event_logging(...) do` -> the call after the
+/// assignment; any other line as it is.
+fn assigned_value(code: &str) -> &str {
+    let Some((target, value)) = code.split_once(" = ").or_else(|| code.split_once(" ||= ")) else {
+        return code;
+    };
+    let target = target.trim_start_matches('@');
+    let is_variable = target.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && target.chars().all(|c| c.is_alphanumeric() || c == '_');
+    if is_variable {
+        value.trim_start()
+    } else {
+        code
+    }
+}
+
+/// A line that passes the block its method was given on to another call
+/// (`EventLogger.log_command(klass, payload, &block)`, `lock(&)`).
+fn hands_block_on(line: &str) -> bool {
+    let code = line.trim();
+    !code.starts_with("def ")
+        && !code.starts_with('#')
+        && ["&block)", "&blk)", "&)", "&proc)"]
+            .iter()
+            .any(|passed| code.contains(passed))
+}
+
 fn opened_in(body: &str) -> Option<(usize, Opener)> {
     body.lines()
         .enumerate()
