@@ -19,8 +19,8 @@ use models::explicit_table_name;
 use models::model_of;
 pub use models::{camelize, singularize};
 pub use sites::{
-    has_slow_work, has_slow_work_in_code, Alternative, Site, SiteLine, SlowCall, CASCADE_WORK,
-    MAX_SITES,
+    has_slow_work, has_slow_work_in_code, Alternative, Site, SiteLine, SlowCall, Through,
+    CASCADE_WORK, MAX_SITES,
 };
 use std::path::Path;
 

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 pub use context::{
     camelize, code_context, explicit_table_names, has_slow_work, has_slow_work_in_code,
     lead_context, singularize, Alternative, CallRef, CallbackRef, CodeContext, ModelRef, Site,
-    SiteLine, SlowCall, CASCADE_WORK, MAX_SITES,
+    SiteLine, SlowCall, Through, CASCADE_WORK, MAX_SITES,
 };
 
 /// One place in the code the transaction may come from.

@@ -222,14 +222,20 @@ fn measure(
         .rsplit_once(':')
         .map_or(fix.fixed_site.as_str(), |(p, _)| p);
     // The moved slow calls, when labelled: each listed as slow work of a
-    // shown site, or inside a shown excerpt.
+    // shown site (or as the call it is reached from), or inside a shown
+    // excerpt.
     let shown_sites = code.sites.iter().take(longtx_prompt::locate::MAX_SITES);
     let listed: Vec<String> = shown_sites
         .flat_map(|s| {
             s.slow
                 .iter()
                 .chain(s.listed().flat_map(|a| &a.slow))
-                .map(|c| format!("{}:{}", c.path, c.line))
+                .flat_map(|c| {
+                    // The call in the transaction's code it is reached
+                    // from is named with it.
+                    let through = c.through.iter().map(|t| format!("{}:{}", t.path, t.line));
+                    std::iter::once(format!("{}:{}", c.path, c.line)).chain(through)
+                })
         })
         .collect();
     let missing: Vec<&String> = fix

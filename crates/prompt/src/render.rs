@@ -576,6 +576,11 @@ fn slow_view(call: &crate::locate::SlowCall) -> crate::locate::SlowCall {
         via: call.via.as_deref().map(|v| clean(v, 300, false)),
         path: clean(&call.path, 512, false),
         line: call.line,
+        through: call.through.as_ref().map(|t| crate::locate::Through {
+            path: clean(&t.path, 512, false),
+            line: t.line,
+            code: clean(&t.code, 160, false).replace('`', "'"),
+        }),
     }
 }
 

@@ -1110,7 +1110,13 @@ fn a_service_object_made_in_the_method_is_read_for_every_call_on_it() {
         leads.contains("`Faraday.get(@url)` (app/logical/replacer.rb line 12)"),
         "{leads}"
     );
-    assert!(!leads.contains("`processor.process!`"), "{leads}");
+    assert!(
+        leads
+            .lines()
+            .filter(|l| l.contains("`processor.process!`"))
+            .all(|l| l.contains("reached from `processor.process!` (app/models/post.rb line 6)")),
+        "named only as the line that reaches the call, never as unread: {leads}"
+    );
 }
 
 /// A Redmine-shaped repository model: `kinds` subclasses, each with its own
@@ -1351,5 +1357,39 @@ fn a_record_saved_by_a_callback_inside_a_lock_runs_its_own_callbacks_in_that_loc
     assert!(
         lock.contains("`Faraday.post(\"https://billing.example/invoices\", id: id)` (app/models/invoice.rb line 5)"),
         "the lock holds the invoice's call: {lock}"
+    );
+}
+
+#[test]
+fn a_slow_call_methods_below_the_transaction_names_the_line_of_the_transaction_that_reaches_it() {
+    // publishing-api (round 17): the content store was written over HTTP
+    // two calls below the command's transaction; the maintainers moved
+    // the command's own `Adapters::ContentStore.call(...)` line, which
+    // the list named nowhere. The mail reached through the same line is
+    // not told twice.
+    let app = App::new(
+        "reached-from",
+        &[
+            (
+                "app/controllers/documents_controller.rb",
+                "class DocumentsController < ApplicationController\n  def publish\n    Document.transaction do\n      document = Document.find(params[:id])\n      document.update!(state: 'published')\n      Adapters::ContentStore.call(document)\n    end\n  end\nend\n",
+            ),
+            (
+                "app/adapters/content_store.rb",
+                "module Adapters\n  class ContentStore\n    def self.call(document)\n      Faraday.put(\"https://content-store.example/#{document.id}\", document.to_json)\n      PublishMailer.published(document).deliver_now\n    end\n  end\nend\n",
+            ),
+            ("app/models/document.rb", "class Document < ApplicationRecord\nend\n"),
+        ],
+    );
+    let prompt = app.prompt("documents#publish", &["documents"]);
+    let section = sites(&prompt);
+    assert!(
+        section.contains("(app/adapters/content_store.rb line 4), reached from `Adapters::ContentStore.call(document)` (app/controllers/documents_controller.rb line 6)"),
+        "{section}"
+    );
+    assert_eq!(
+        section.matches("reached from").count(),
+        1,
+        "said once for the calls one line leads to: {section}"
     );
 }

@@ -110,6 +110,15 @@ pub struct SiteLine {
     pub line: usize,
 }
 
+/// A line of a transaction's own code that calls down to slow work.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Through {
+    pub path: String,
+    pub line: usize,
+    /// The line, trimmed and capped.
+    pub code: String,
+}
+
 /// One slow call inside a site's transaction.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SlowCall {
@@ -122,6 +131,10 @@ pub struct SlowCall {
     pub via: Option<String>,
     pub path: String,
     pub line: usize,
+    /// The call in the transaction's own code that leads to it, when the
+    /// slow line sits in a method called from there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub through: Option<Through>,
 }
 
 /// What a destroy's `dependent: :destroy` association is listed as.
@@ -152,6 +165,8 @@ pub(super) struct Piece {
     /// The text is longtx's account of a gem's client (`Client = Gem`),
     /// not lines of the file: listed by `at`, not quoted.
     pub described: bool,
+    /// The transaction's own line whose call led to this code.
+    pub via: Option<Through>,
 }
 
 /// A site while it is being found.
@@ -251,6 +266,7 @@ impl Draft {
                     via: None,
                     path: piece.path.clone(),
                     line: piece.line,
+                    through: None,
                 });
             }
             for (i, _, what, _) in slow::slow_lines(&piece.text) {
@@ -270,6 +286,11 @@ impl Draft {
                     via: piece.described.then(|| piece.at.clone()),
                     path: piece.path.clone(),
                     line,
+                    // Said once for the calls one line leads to.
+                    through: piece.via.clone().filter(|t| {
+                        (t.path.as_str(), t.line) != (piece.path.as_str(), line)
+                            && !calls.iter().any(|c| c.through.as_ref() == Some(t))
+                    }),
                 });
             }
         }

@@ -5,7 +5,7 @@
 //! call reached inside a transaction is that transaction's evidence.
 
 use super::boundary::{opener, reach, Opener};
-use super::{callback_kind, Draft, Piece};
+use super::{callback_kind, Draft, Piece, Through};
 use crate::context::callbacks::{callbacks_of, Callback, SaveKind};
 use crate::context::{
     camelize, constant_calls, is_model_path, receiver_calls, receiver_calls_each, words,
@@ -260,6 +260,10 @@ pub(in crate::context) struct Frame {
     /// listed, a step further off, but the records it saves open no
     /// callback sites of their own.
     guessed: bool,
+    /// The line of the transaction's own code whose call led here, when
+    /// this method runs inside a site: what a fix moves, when the slow
+    /// line itself sits calls below it.
+    via: Option<Through>,
 }
 
 impl Frame {
@@ -278,6 +282,7 @@ impl Frame {
             depth: 0,
             inside: None,
             guessed: false,
+            via: None,
         })
     }
 
@@ -301,6 +306,7 @@ impl Frame {
             path: self.path.clone(),
             line: self.start,
             described: false,
+            via: self.via.clone(),
         }
     }
 }
@@ -826,6 +832,7 @@ impl<'a> Walker<'a> {
             depth: MAX_DEPTH - 2,
             inside: None,
             guessed: false,
+            via: None,
         });
         self.in_callback = None;
     }
@@ -884,6 +891,7 @@ impl<'a> Walker<'a> {
                 path: callback.path.clone(),
                 line: callback.line,
                 described: false,
+                via: None,
             }],
             prior: if unfired {
                 1
@@ -952,6 +960,7 @@ impl<'a> Walker<'a> {
             inside: Some((site, 0)),
             class,
             guessed: false,
+            via: None,
         });
         self.in_callback = None;
     }
@@ -1032,6 +1041,7 @@ impl<'a> Walker<'a> {
                         path,
                         line,
                         described: false,
+                        via: frame.via.clone(),
                     });
                     if let Some(method) = &callback.method {
                         self.callbacks_inside.push(inside::CallbackInside {
@@ -1282,6 +1292,11 @@ impl<'a> Walker<'a> {
         let (path, start, body, file_text) = found;
         let mut route = frame.route.clone();
         route.push(label.clone());
+        let method = label.rsplit(['#', '.']).next().unwrap_or_default();
+        let via = frame
+            .via
+            .clone()
+            .or_else(|| inside.and_then(|_| call_line(frame, method)));
         Frame {
             class: class_at(&file_text, start),
             path,
@@ -1293,6 +1308,7 @@ impl<'a> Walker<'a> {
             depth: frame.depth + 1,
             inside,
             guessed: frame.guessed,
+            via,
         }
     }
 
@@ -1588,6 +1604,33 @@ fn hands_to_instance(body: &str, method: &str) -> bool {
 
 /// The first line of a method's body (after its `def`) that opens a
 /// transaction or lock, as (lines after the `def`, what it opens).
+/// The first line of `frame`'s body after its `def` that calls `method`
+/// (`Adapters::ContentStore.call(...)`, `.(...)` for `call`).
+fn call_line(frame: &Frame, method: &str) -> Option<Through> {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    frame
+        .body
+        .lines()
+        .enumerate()
+        .skip(1)
+        .find_map(|(i, line)| {
+            let code = line.trim();
+            if code.starts_with('#') {
+                return None;
+            }
+            let named = code.match_indices(method).any(|(at, _)| {
+                !code[..at].ends_with(is_word)
+                    && !code[at + method.len()..].starts_with(|c: char| is_word(c) || c == ':')
+            });
+            let shorthand = method == "call" && code.contains(".(");
+            (named || shorthand).then(|| Through {
+                path: frame.path.clone(),
+                line: frame.start + i,
+                code: code.chars().take(100).collect(),
+            })
+        })
+}
+
 /// `response = with_event_logging(...) do` -> the call after the
 /// assignment; any other line as it is.
 fn assigned_value(code: &str) -> &str {

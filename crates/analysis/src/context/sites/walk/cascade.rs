@@ -95,6 +95,7 @@ impl Walker<'_> {
                 path: call.path.clone(),
                 line: call.line,
                 described: false,
+                via: None,
             });
         }
         for cascade in cascades {
@@ -108,6 +109,7 @@ impl Walker<'_> {
                 path: cascade.path.clone(),
                 line: cascade.line,
                 described: false,
+                via: None,
             });
             let Some(child) = self.child_model(model, cascade) else {
                 continue;
@@ -134,6 +136,7 @@ impl Walker<'_> {
                     path,
                     line,
                     described: false,
+                    via: None,
                 });
             }
         }

@@ -51,6 +51,7 @@ impl Walker<'_> {
                 path,
                 line,
                 described: true,
+                via: frame.via.clone(),
             });
         }
     }

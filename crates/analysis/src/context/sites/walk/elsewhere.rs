@@ -82,6 +82,7 @@ impl Walker<'_> {
                             inside: None,
                             class: class_at(text, start + 1),
                             guessed: false,
+                            via: None,
                         },
                     ));
                 }
