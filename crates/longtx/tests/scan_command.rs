@@ -1267,3 +1267,44 @@ fn a_block_handed_on_by_a_helper_to_one_that_opens_a_transaction_runs_inside_it(
         "{written:#?}"
     );
 }
+
+#[test]
+fn a_form_made_in_either_branch_of_an_if_runs_its_own_update_not_active_records() {
+    // caseflow (round 17): `form = if legacy ... LegacyHearingUpdateForm.new
+    // ... else HearingUpdateForm.new ... end` then `form.update`, whose
+    // transaction made the video conference call; the forms live in
+    // `app/models` but are no records, so their `update` is their own.
+    let repo = GitRepo::new("scan-conditional-form");
+    repo.commit(
+        &[
+            (
+                "app/controllers/hearings_controller.rb",
+                "class HearingsController < ApplicationController\n  def update\n    form = if hearing.is_a?(LegacyHearing)\n             LegacyHearingUpdateForm.new(params)\n           else\n             HearingUpdateForm.new(params)\n           end\n    form.update\n    render json: form.hearing\n  end\nend\n",
+            ),
+            (
+                "app/models/hearings/forms/base_hearing_update_form.rb",
+                "class BaseHearingUpdateForm\n  def update\n    ActiveRecord::Base.transaction do\n      hearing.save!\n      Faraday.post('https://conference.example/rooms', id: hearing.id)\n    end\n  end\nend\n",
+            ),
+            (
+                "app/models/hearings/forms/hearing_update_form.rb",
+                "class HearingUpdateForm < BaseHearingUpdateForm\nend\n",
+            ),
+            (
+                "app/models/hearings/forms/legacy_hearing_update_form.rb",
+                "class LegacyHearingUpdateForm < BaseHearingUpdateForm\nend\n",
+            ),
+            ("app/models/hearing.rb", "class Hearing < ApplicationRecord\nend\n"),
+        ],
+        "dev",
+        "dev@example.com",
+        3,
+    );
+    let (_, json) = scan(&repo, &["--format", "json"]);
+    let all = findings(&json);
+    let called = find(
+        &all,
+        "an HTTP call",
+        "app/models/hearings/forms/base_hearing_update_form.rb",
+    );
+    assert_eq!(called["entries"][0], "hearings#update", "{called:#?}");
+}

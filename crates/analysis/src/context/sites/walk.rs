@@ -1108,6 +1108,23 @@ impl<'a> Walker<'a> {
             .or_else(|| self.built_through_association(frame, receiver))
     }
 
+    /// Whether `class` descends from Active Record (a form kept in
+    /// `app/models` does not).
+    fn is_record_class(&self, class: &str) -> bool {
+        let mut current = class;
+        for _ in 0..8 {
+            let Some(parent) = self.index.parents.get(current) else {
+                return false;
+            };
+            let parent = parent.trim_start_matches("::");
+            if matches!(parent, "ApplicationRecord" | "ActiveRecord::Base") {
+                return true;
+            }
+            current = parent;
+        }
+        false
+    }
+
     /// `class` as a model, when its file is one.
     fn model_of_class(&self, class: &str) -> Option<ModelRef> {
         let (path, line) = self.index.classes.get(class)?;
@@ -1188,6 +1205,40 @@ impl<'a> Walker<'a> {
             let constant = made_from(line.trim().strip_prefix(&assigned)?)?;
             self.index.resolve(constant, &frame.namespace())
         })
+    }
+
+    /// The classes a local is made from in this method: on its own line
+    /// ([`Walker::assigned_class`]), or in each branch of an `if` or `case`
+    /// it is assigned (`form = if legacy` / `LegacyForm.new(...)` / `else`
+    /// / `Form.new(...)` / `end`).
+    fn assigned_classes(&self, frame: &Frame, receiver: &str) -> Vec<String> {
+        if let Some(class) = self.assigned_class(frame, receiver) {
+            return vec![class];
+        }
+        let lines: Vec<&str> = frame.body.lines().collect();
+        let opening = [format!("{receiver} = if "), format!("{receiver} = case ")];
+        let Some(at) = lines
+            .iter()
+            .position(|l| opening.iter().any(|o| l.trim().starts_with(o.as_str())))
+        else {
+            return Vec::new();
+        };
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        let mut classes = Vec::new();
+        for line in &lines[at + 1..] {
+            let code = line.trim();
+            if code == "end" && indent(line) <= indent(lines[at]) + receiver.len() + 3 {
+                break;
+            }
+            if let Some(class) =
+                made_from(code).and_then(|c| self.index.resolve(c, &frame.namespace()))
+            {
+                if !classes.contains(&class) {
+                    classes.push(class);
+                }
+            }
+        }
+        classes
     }
 
     /// Whether the receiver was made in this file from a class the
@@ -1479,7 +1530,18 @@ impl<'a> Walker<'a> {
             }
             return (found, false);
         }
+        // A form or service made here whose class defines `update` or
+        // `save` itself (caseflow's `form = if legacy ... else
+        // HearingUpdateForm.new(...) end; form.update`): the class's own,
+        // not Active Record's.
         if RECORD_METHODS.contains(&method) {
+            for class in self.assigned_classes(frame, receiver) {
+                if !self.is_record_class(&class) {
+                    if let Some(def) = self.class_method(&class, method, false) {
+                        found.push((class, def));
+                    }
+                }
+            }
             return (found, false);
         }
         // A plain class (a form, a service, an importer) the receiver was
@@ -1602,8 +1664,6 @@ fn hands_to_instance(body: &str, method: &str) -> bool {
     })
 }
 
-/// The first line of a method's body (after its `def`) that opens a
-/// transaction or lock, as (lines after the `def`, what it opens).
 /// The first line of `frame`'s body after its `def` that calls `method`
 /// (`Adapters::ContentStore.call(...)`, `.(...)` for `call`).
 fn call_line(frame: &Frame, method: &str) -> Option<Through> {
@@ -1658,6 +1718,8 @@ fn hands_block_on(line: &str) -> bool {
             .any(|passed| code.contains(passed))
 }
 
+/// The first line of a method's body (after its `def`) that opens a
+/// transaction or lock, as (lines after the `def`, what it opens).
 fn opened_in(body: &str) -> Option<(usize, Opener)> {
     body.lines()
         .enumerate()
