@@ -628,10 +628,7 @@ fn observer_callbacks(index: &ClassIndex, model: &ModelRef, save: SaveKind) -> V
     let short = model.class.rsplit("::").next().unwrap_or(&model.class);
     let snake = longtx_core::query_logs::underscore(short);
     let mut found = Vec::new();
-    for (class, parent) in &index.parents {
-        if parent.trim_start_matches("::") != "ActiveRecord::Observer" {
-            continue;
-        }
+    for class in &index.observers {
         let Some((path, text)) = index.file_of(class) else {
             continue;
         };
@@ -647,9 +644,6 @@ fn observer_callbacks(index: &ClassIndex, model: &ModelRef, save: SaveKind) -> V
             if !(inside || AFTER_COMMIT.contains(&name.as_str())) || !save.runs(&name, code) {
                 continue;
             }
-            let Some((line, body)) = find_def(text, &name) else {
-                continue;
-            };
             found.push(Callback {
                 label: format!("{class} {name} (observes {short})"),
                 path: path.clone(),
@@ -657,8 +651,8 @@ fn observer_callbacks(index: &ClassIndex, model: &ModelRef, save: SaveKind) -> V
                 declaration: code.to_owned(),
                 method: Some(Method {
                     path: path.clone(),
-                    line,
-                    body,
+                    line: i + 1,
+                    body: block_from(text, i + 1),
                     file_text: text.clone(),
                 }),
                 inside,

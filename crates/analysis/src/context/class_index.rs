@@ -33,6 +33,9 @@ pub(crate) struct ClassIndex {
     /// Names of the state-machine events models declare (`event :complete`):
     /// a call of one of them may move a record through its machine.
     pub events: HashSet<String>,
+    /// Rails observers (`class ProjectObserver < ActiveRecord::Observer`),
+    /// by name, in name order: found once per commit, not per save read.
+    pub observers: Vec<String>,
 }
 
 /// `Name = Gem::Thing.build(...)` -> (`Name`, `Gem::Thing`).
@@ -124,6 +127,7 @@ impl ClassIndex {
             bound: HashMap::new(),
             polymorphic: HashSet::new(),
             events: HashSet::new(),
+            observers: Vec::new(),
         };
         for file in ruby_files(&repo.join("config/initializers"), "rb") {
             let Some(text) = read_small(repo, &file) else {
@@ -154,6 +158,13 @@ impl ClassIndex {
                 .unwrap_or(parent);
             index.parents.insert(class, resolved);
         }
+        index.observers = index
+            .parents
+            .iter()
+            .filter(|(_, parent)| parent.trim_start_matches("::") == "ActiveRecord::Observer")
+            .map(|(class, _)| class.clone())
+            .collect();
+        index.observers.sort();
         index
     }
 

@@ -166,7 +166,7 @@ pub(super) struct Piece {
     /// not lines of the file: listed by `at`, not quoted.
     pub described: bool,
     /// The transaction's own line whose call led to this code.
-    pub via: Option<Through>,
+    pub through: Option<Through>,
 }
 
 /// A site while it is being found.
@@ -287,7 +287,7 @@ impl Draft {
                     path: piece.path.clone(),
                     line,
                     // Said once for the calls one line leads to.
-                    through: piece.via.clone().filter(|t| {
+                    through: piece.through.clone().filter(|t| {
                         (t.path.as_str(), t.line) != (piece.path.as_str(), line)
                             && !calls.iter().any(|c| c.through.as_ref() == Some(t))
                     }),

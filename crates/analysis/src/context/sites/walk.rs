@@ -263,7 +263,7 @@ pub(in crate::context) struct Frame {
     /// The line of the transaction's own code whose call led here, when
     /// this method runs inside a site: what a fix moves, when the slow
     /// line itself sits calls below it.
-    via: Option<Through>,
+    through: Option<Through>,
 }
 
 impl Frame {
@@ -282,7 +282,7 @@ impl Frame {
             depth: 0,
             inside: None,
             guessed: false,
-            via: None,
+            through: None,
         })
     }
 
@@ -306,7 +306,7 @@ impl Frame {
             path: self.path.clone(),
             line: self.start,
             described: false,
-            via: self.via.clone(),
+            through: self.through.clone(),
         }
     }
 }
@@ -832,7 +832,7 @@ impl<'a> Walker<'a> {
             depth: MAX_DEPTH - 2,
             inside: None,
             guessed: false,
-            via: None,
+            through: None,
         });
         self.in_callback = None;
     }
@@ -891,7 +891,7 @@ impl<'a> Walker<'a> {
                 path: callback.path.clone(),
                 line: callback.line,
                 described: false,
-                via: None,
+                through: None,
             }],
             prior: if unfired {
                 1
@@ -960,7 +960,7 @@ impl<'a> Walker<'a> {
             inside: Some((site, 0)),
             class,
             guessed: false,
-            via: None,
+            through: None,
         });
         self.in_callback = None;
     }
@@ -1041,7 +1041,7 @@ impl<'a> Walker<'a> {
                         path,
                         line,
                         described: false,
-                        via: frame.via.clone(),
+                        through: frame.through.clone(),
                     });
                     if let Some(method) = &callback.method {
                         self.callbacks_inside.push(inside::CallbackInside {
@@ -1344,8 +1344,8 @@ impl<'a> Walker<'a> {
         let mut route = frame.route.clone();
         route.push(label.clone());
         let method = label.rsplit(['#', '.']).next().unwrap_or_default();
-        let via = frame
-            .via
+        let through = frame
+            .through
             .clone()
             .or_else(|| inside.and_then(|_| call_line(frame, method)));
         Frame {
@@ -1359,7 +1359,7 @@ impl<'a> Walker<'a> {
             depth: frame.depth + 1,
             inside,
             guessed: frame.guessed,
-            via,
+            through,
         }
     }
 

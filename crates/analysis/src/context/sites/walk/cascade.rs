@@ -95,7 +95,7 @@ impl Walker<'_> {
                 path: call.path.clone(),
                 line: call.line,
                 described: false,
-                via: None,
+                through: None,
             });
         }
         for cascade in cascades {
@@ -109,7 +109,7 @@ impl Walker<'_> {
                 path: cascade.path.clone(),
                 line: cascade.line,
                 described: false,
-                via: None,
+                through: None,
             });
             let Some(child) = self.child_model(model, cascade) else {
                 continue;
@@ -136,7 +136,7 @@ impl Walker<'_> {
                     path,
                     line,
                     described: false,
-                    via: None,
+                    through: None,
                 });
             }
         }

@@ -51,7 +51,7 @@ impl Walker<'_> {
                 path,
                 line,
                 described: true,
-                via: frame.via.clone(),
+                through: frame.through.clone(),
             });
         }
     }

@@ -82,7 +82,7 @@ impl Walker<'_> {
                             inside: None,
                             class: class_at(text, start + 1),
                             guessed: false,
-                            via: None,
+                            through: None,
                         },
                     ));
                 }

@@ -59,7 +59,7 @@ impl Walker<'_> {
             depth: (depth + 1).max(MAX_DEPTH - 2),
             inside: Some((s, d + 1)),
             guessed: false,
-            via: None,
+            through: None,
         };
         // Its body is already a piece of `s`.
         if !self
